@@ -1,0 +1,96 @@
+"""Sources of uniformly random 64-bit words.
+
+The production path draws from the operating system's CSPRNG (``os.urandom``, i.e. the
+``getrandom`` system call). A seed exists only for tests and benchmarks: it selects numpy's
+Philox counter-based generator, which is *not* cryptographically secure, and every object
+built from a seeded source reports ``seeded=True`` so that a seeded release is marked as such.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from ._errors import SpecError
+
+__all__ = ["CSPRNGSource", "RandomSource", "SeededSource", "as_source"]
+
+# os.urandom returns at most 32 MiB per call on Linux (getrandom's limit); stay below it.
+_URANDOM_CHUNK_WORDS = 1 << 21
+
+
+@runtime_checkable
+class RandomSource(Protocol):
+    """Anything that yields independent uniform 64-bit words."""
+
+    @property
+    def seeded(self) -> bool:
+        """True when the words are reproducible (tests and benchmarks only)."""
+        ...
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        """Return ``n`` independent uniform words in [0, 2**64)."""
+        ...
+
+
+class CSPRNGSource:
+    """Uniform 64-bit words from the operating system's CSPRNG (the default)."""
+
+    seeded = False
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        if n <= _URANDOM_CHUNK_WORDS:
+            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+        out = np.empty(n, dtype=np.uint64)
+        view = out.view(np.uint8)
+        for start in range(0, 8 * n, 8 * _URANDOM_CHUNK_WORDS):
+            stop = min(8 * n, start + 8 * _URANDOM_CHUNK_WORDS)
+            view[start:stop] = np.frombuffer(os.urandom(stop - start), dtype=np.uint8)
+        return out
+
+    def __repr__(self) -> str:
+        return "CSPRNGSource()"
+
+
+class SeededSource:
+    """Reproducible words from numpy's Philox generator. For tests and benchmarks only."""
+
+    seeded = True
+
+    def __init__(self, seed: int | np.random.Generator) -> None:
+        if isinstance(seed, np.random.Generator):
+            self._gen = seed
+        else:
+            self._gen = np.random.Generator(np.random.Philox(seed))
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        return self._gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+    def __repr__(self) -> str:
+        return "SeededSource(...)"
+
+
+def as_source(rng: object = None) -> RandomSource:
+    """Turn a user's ``rng`` argument into a :class:`RandomSource`.
+
+    ``None`` gives the OS CSPRNG; an ``int`` or a ``numpy.random.Generator`` gives a seeded
+    (non-cryptographic, test-only) source; an existing source is returned as is.
+    """
+    if rng is None:
+        return CSPRNGSource()
+    if isinstance(rng, bool):
+        raise SpecError(f"rng/seed must be None, an int or a numpy Generator, got {rng!r}")
+    if isinstance(rng, (int, np.integer)):
+        if rng < 0:
+            raise SpecError(f"seed must be a non-negative integer, got {rng}")
+        return SeededSource(int(rng))
+    if isinstance(rng, np.random.Generator):
+        return SeededSource(rng)
+    if isinstance(rng, RandomSource):
+        return rng
+    raise SpecError(
+        f"rng/seed must be None (OS CSPRNG), an int seed or a numpy Generator, got {type(rng).__name__}"
+    )
