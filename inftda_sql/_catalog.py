@@ -1,0 +1,172 @@
+"""Resolve user-named tables, views and relations against the DuckDB catalog.
+
+DuckDB cannot bind table names as parameters, so every name a user passes is looked up here
+first; only names that exist (or, for outputs, that are valid) are quoted into SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from ._errors import DomainError, InputDataError, SpecError
+from ._sql import ident, qualified, rows
+
+__all__ = ["Source", "object_kind", "resolve_source", "type_family"]
+
+_INTEGER_TYPES = {
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Source:
+    """A readable input or domain: SQL to select from, a description, its columns and types."""
+
+    sql: str
+    description: str
+    columns: Mapping[str, str]  # lower-case name -> DuckDB type
+    names: Mapping[str, str]  # lower-case name -> name as stored
+    temp_view: str | None = None
+
+    def column(self, name: str, role: str, error: type[Exception] = InputDataError) -> str:
+        """The stored spelling of column ``name``, or a clear error listing what exists."""
+        try:
+            return self.names[name.lower()]
+        except KeyError:
+            available = ", ".join(self.names.values())
+            raise error(
+                f"column {name!r} ({role}) not in {self.description}; available: {available}"
+            ) from None
+
+
+def type_family(duck_type: str) -> str:
+    """Coarse type class used to check that input and domain columns can be joined."""
+    t = duck_type.upper()
+    if t in _INTEGER_TYPES:
+        return "integer"
+    if t.startswith("DECIMAL") and t.endswith(",0)"):
+        return "integer"
+    if t in ("FLOAT", "DOUBLE", "REAL") or t.startswith("DECIMAL"):
+        return "fractional"
+    if t in ("VARCHAR", "TEXT", "STRING") or t.startswith("ENUM") or t.startswith("VARCHAR"):
+        return "string"
+    return t
+
+
+def object_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """'table' or 'view' if ``name`` (optionally schema-qualified) exists, else None."""
+    parts = name.split(".")
+    schema, table = (parts[0], parts[1]) if len(parts) == 2 else (None, name)
+    found = rows(
+        con,
+        "SELECT table_type FROM information_schema.tables "
+        "WHERE lower(table_name) = lower($t) AND ($s IS NULL OR lower(table_schema) = lower($s)) "
+        "AND table_catalog = current_database()",
+        {"t": table, "s": schema},
+    )
+    if not found:
+        return None
+    return "view" if "VIEW" in str(found[0][0]).upper() else "table"
+
+
+def _describe(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in rows(con, f"DESCRIBE SELECT * FROM {sql}")]
+
+
+def resolve_source(
+    con: duckdb.DuckDBPyConnection,
+    obj: object,
+    *,
+    role: str,
+    temp_name: str,
+    error: type[Exception] = InputDataError,
+) -> Source:
+    """Turn a table/view name, a DuckDB relation or a column mapping into a :class:`Source`.
+
+    ``role`` names the argument in messages (``"input table"``, ``"domain of chain 1"``).
+    Relations and mappings become a temporary view or registered Arrow table ``temp_name``,
+    which the caller drops.
+    """
+    if isinstance(obj, str):
+        if not obj or len(obj.split(".")) > 2:
+            raise SpecError(f"{role} must be a table or view name, got {obj!r}")
+        if object_kind(con, obj) is None:
+            tables = [r[0] for r in rows(con, "SELECT table_name FROM information_schema.tables "
+                                              "WHERE table_catalog = current_database() "
+                                              "ORDER BY table_name LIMIT 20")]
+            hint = ", ".join(tables) if tables else "(none)"
+            raise error(
+                f"{role} {obj!r} is not a table or view of this database; existing: {hint}"
+            )
+        sql = qualified(obj)
+        cols = _describe(con, sql)
+        return Source(sql, f"table {obj!r}", {n.lower(): t for n, t in cols},
+                      {n.lower(): n for n, _ in cols})
+    if isinstance(obj, duckdb.DuckDBPyRelation):
+        try:
+            obj.create_view(temp_name, replace=True)
+        except duckdb.Error as exc:
+            raise error(f"{role}: the DuckDB relation cannot be used here ({exc})") from exc
+        sql = ident(temp_name)
+        cols = _describe(con, sql)
+        return Source(sql, f"the {role} relation", {n.lower(): t for n, t in cols},
+                      {n.lower(): n for n, _ in cols}, temp_view=temp_name)
+    if isinstance(obj, Mapping):
+        data = {}
+        for col, values in obj.items():
+            if not isinstance(col, str) or isinstance(values, (str, bytes)) or not isinstance(
+                values, Sequence
+            ):
+                raise error(
+                    f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}"
+                )
+            data[col] = list(values)
+        lengths = {len(v) for v in data.values()}
+        if len(lengths) != 1 or 0 in lengths:
+            raise error(f"{role} mapping columns must be non-empty and of equal length, got {obj!r}")
+        try:
+            table = pa.table(data)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise error(f"{role} mapping has mixed value types: {exc}") from exc
+        con.register(temp_name, table)
+        sql = ident(temp_name)
+        cols = _describe(con, sql)
+        return Source(sql, f"the declared {role}", {n.lower(): t for n, t in cols},
+                      {n.lower(): n for n, _ in cols}, temp_view=temp_name)
+    raise error(
+        f"{role} must be a table or view name, a DuckDB relation or a mapping "
+        f"{{column: [values]}}; got {type(obj).__name__}"
+    )
+
+
+def drop_temp(con: duckdb.DuckDBPyConnection, source: Source | None) -> None:
+    """Remove the temporary view or registration behind a source, if any."""
+    if source is None or source.temp_view is None:
+        return
+    try:
+        con.unregister(source.temp_view)
+    except duckdb.Error:
+        pass
+    try:
+        con.execute(f"DROP VIEW IF EXISTS {ident(source.temp_view)}").fetchall()
+    except duckdb.Error:
+        pass
+
+
+def check_domain_types(
+    input_src: Source, domain_src: Source, chain: Sequence[str], role: str
+) -> None:
+    """Input and domain columns of a chain must be joinable (same type family)."""
+    for col in chain:
+        it = input_src.columns[col.lower()]
+        dt = domain_src.columns[col.lower()]
+        if type_family(it) != type_family(dt):
+            raise DomainError(
+                f"column {col!r} is {it} in the input but {dt} in the {role}; cast one of them "
+                f"in a view (e.g. SELECT *, CAST({col} AS VARCHAR) ...) so both have the same type"
+            )

@@ -1,0 +1,223 @@
+"""Compile a hierarchy spec into DuckDB SQL (the templates in ``sql/`` filled with identifiers).
+
+Every function returns SQL text only; :mod:`inftda_sql._release` executes it. Identifiers come
+from a :class:`~inftda_sql._spec.TreeSpec` whose columns were checked against the catalog, and
+are quoted by :func:`~inftda_sql._sql.ident`.
+
+The data flow it encodes: one ``GROUP BY`` scan of the input (:func:`leaf_counts`) aggregates the
+private data to its distinct paths; the paths are replaced by dense integer codes of the public
+domain (:func:`leaf_codes`); every tree level is then a ``GROUP BY`` of that small table on a
+mixed-radix key (:func:`level_counts`), sorted for a vectorised lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._errors import SpecError
+from ._spec import TreeSpec
+from ._sql import ident, render
+
+__all__ = [
+    "TempNames",
+    "codes",
+    "key_strides",
+    "leaf_codes",
+    "leaf_counts",
+    "level_counts",
+    "levels_view",
+    "nesting_check",
+    "outside_domain",
+    "write_output",
+]
+
+_INT64_KEY_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class TempNames:
+    """Names of the temporary objects of one release (unique per release)."""
+
+    prefix: str
+
+    def codes(self, chain: int) -> str:
+        return f"{self.prefix}codes_{chain}"
+
+    def domain(self, chain: int) -> str:
+        return f"{self.prefix}domain_{chain}"
+
+    @property
+    def input(self) -> str:
+        return f"{self.prefix}input"
+
+    @property
+    def leaf(self) -> str:
+        return f"{self.prefix}leaf"
+
+    @property
+    def keys(self) -> str:
+        return f"{self.prefix}keys"
+
+    @property
+    def released(self) -> str:
+        return f"{self.prefix}released"
+
+    @property
+    def staged(self) -> str:
+        return f"{self.prefix}staged"
+
+
+def _cols(cols: Sequence[str], alias: str = "") -> str:
+    pre = f"{alias}." if alias else ""
+    return ", ".join(pre + ident(c) for c in cols)
+
+
+def depth_code(depth: int) -> str:
+    """Name of the code column of depth ``depth`` in a chain's code table."""
+    return f"__d{depth}"
+
+
+def codes(names: TempNames, chain_index: int, chain: Sequence[str], domain_sql: str) -> str:
+    """Code table of one chain: its domain paths and a dense code per depth."""
+    ranks = ", ".join(
+        f"(dense_rank() OVER (ORDER BY {_cols(chain[:d])}) - 1)::BIGINT AS {depth_code(d)}"
+        for d in range(1, len(chain) + 1)
+    )
+    return render(
+        "codes",
+        codes=ident(names.codes(chain_index)),
+        cols=_cols(chain),
+        ranks=ranks,
+        domain=domain_sql,
+    )
+
+
+def nesting_check(codes_table: str, parent: str, child: str) -> str:
+    """A query returning one child value listed under two parents, if any."""
+    return render(
+        "nesting", codes=ident(codes_table), parent=ident(parent), child=ident(child)
+    )
+
+
+def leaf_counts(
+    names: TempNames, spec: TreeSpec, input_sql: str, count: str | None, count_is_integer: bool
+) -> str:
+    """The single scan of the private input, aggregated to distinct hierarchy paths."""
+    if count is None:
+        parts = {
+            "count_sum": "count(*)::BIGINT",
+            "count_min": "1",
+            "count_frac": "false",
+            "count_nulls": "0",
+        }
+    else:
+        n = ident(count)
+        parts = {
+            "count_sum": f"sum({n})::BIGINT" if count_is_integer else f"sum({n})::DOUBLE",
+            "count_min": f"min({n})",
+            "count_frac": "false" if count_is_integer else f"coalesce(bool_or({n} <> trunc({n})), false)",
+            "count_nulls": f"count(*) FILTER ({n} IS NULL)",
+        }
+    return render("leaf_counts", leaf=ident(names.leaf), cols=_cols(spec.columns), input=input_sql, **parts)
+
+
+def outside_domain(names: TempNames, chain_index: int, chain: Sequence[str]) -> str:
+    """A query returning one input path of a chain that the domain does not list, if any."""
+    return render(
+        "outside_domain",
+        cols=_cols(chain),
+        leaf=ident(names.leaf),
+        codes=ident(names.codes(chain_index)),
+    )
+
+
+def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
+    """Replace the input paths by the codes of every depth of every chain."""
+    code_cols = []
+    joins = []
+    for c, chain in enumerate(spec.chains):
+        alias = f"c{c}"
+        for d in range(1, len(chain) + 1):
+            code_cols.append(f"{alias}.{depth_code(d)} AS {ident(f'__c{c}_d{d}')}")
+        joins.append(f"JOIN {ident(names.codes(c))} AS {alias} USING ({_cols(chain)})")
+    return render(
+        "leaf_codes",
+        keys=ident(names.keys),
+        leaf=ident(names.leaf),
+        code_cols=", ".join(code_cols),
+        joins="\n".join(joins),
+    )
+
+
+def key_strides(spec: TreeSpec, level: int, sizes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Mixed-radix strides of a level's cell key: ``key = sum(code[c] * stride[c])``.
+
+    ``sizes[c][d]`` is the number of depth-``d`` nodes of chain ``c`` (``sizes[c][0] == 1``).
+    Chains not yet refined (depth 0) have code 0 and contribute nothing.
+    """
+    depths = spec.levels[level]
+    strides = [0] * len(depths)
+    stride = 1
+    for c in reversed(range(len(depths))):
+        strides[c] = stride
+        stride *= sizes[c][depths[c]]
+    if stride > _INT64_KEY_LIMIT:
+        raise SpecError(
+            f"level {spec.level_name(level)!r} has {stride:,} possible cells, more than a 64-bit "
+            "key can index; split the release into several smaller hierarchies"
+        )
+    return tuple(strides)
+
+
+def level_counts(names: TempNames, spec: TreeSpec, level: int, strides: Sequence[int]) -> str:
+    """True counts of one level, keyed by the mixed-radix code of the cell, sorted by key."""
+    terms = [
+        f"{ident(f'__c{c}_d{d}')} * {stride}"
+        for c, (d, stride) in enumerate(zip(spec.levels[level], strides, strict=True))
+        if d > 0
+    ]
+    return render("level_counts", key=" + ".join(terms) or "0", keys=ident(names.keys))
+
+
+def write_output(names: TempNames, spec: TreeSpec, output_sql: str) -> str:
+    """Decode the released leaf codes back to the hierarchy columns."""
+    joins = "\n".join(
+        f"JOIN {ident(names.codes(c))} AS c{c} ON c{c}.{depth_code(len(chain))} = r.{ident(f'__leaf{c}')}"
+        for c, chain in enumerate(spec.chains)
+    )
+    cols = ", ".join(
+        f"c{c}.{ident(col)}" for c, chain in enumerate(spec.chains) for col in chain
+    )
+    return render(
+        "write_output",
+        output=output_sql,
+        cols=cols,
+        released=ident(names.released),
+        joins=joins,
+        order=_cols(spec.columns),
+    )
+
+
+def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
+    """A view with every level of the release (level 0 = root) as sums of the leaves."""
+    all_cols = spec.columns
+    sets, cases, labels = [], [], []
+    for level, depths in enumerate(spec.levels):
+        in_set = {col for chain, d in zip(spec.chains, depths, strict=True) for col in chain[:d]}
+        mask = 0
+        for col in all_cols:
+            mask = (mask << 1) | (0 if col in in_set else 1)
+        sets.append("(" + _cols([c for c in all_cols if c in in_set]) + ")")
+        cases.append(f"WHEN {mask} THEN {level}")
+        name = spec.level_name(level).replace("'", "''")
+        labels.append(f"WHEN {mask} THEN '{name}'")
+    return render(
+        "levels_view",
+        view=view_sql,
+        cols=_cols(all_cols),
+        cases=" ".join(cases),
+        names=" ".join(labels),
+        output=output_sql,
+        sets=", ".join(sets),
+    )

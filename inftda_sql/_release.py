@@ -1,0 +1,459 @@
+"""``release()``: read a DuckDB table, write a private, consistent table of counts back.
+
+Stages (one module each): spec (:mod:`._spec`) -> compile (:mod:`._compile`, ``sql/``) ->
+measure and optimise (:mod:`._topdown` with :mod:`._noise` and :mod:`._intopt`) -> write
+(:mod:`._write`). Accounting lives in :mod:`._accounting` only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from . import _compile
+from ._accounting import Accounting, Budget, account
+from ._catalog import Source, check_domain_types, drop_temp, object_kind, resolve_source, type_family
+from ._errors import DomainError, InputDataError, OutputExistsError, SpecError
+from ._random import as_source
+from ._spec import TreeSpec, parse_hierarchy
+from ._sql import arrow, ident, rows, run, scalar
+from ._topdown import ChainTree, LevelStats, topdown
+from ._write import begin_transaction, write_release
+
+__all__ = ["MECHANISMS", "Release", "release"]
+
+MECHANISMS = ("inftda",)
+PRIVACY_MODELS = ("bounded", "unbounded")
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a release made and spent. Printing it gives a readable summary.
+
+    Attributes:
+        output: name of the private leaf table (positive counts only).
+        levels_view: name of the view with every level as sums of the leaves (or None).
+        release_id: the row of this release in the ledger table ``inftda_releases``.
+        accounting: budget, (epsilon, delta), per-level sensitivity, rho and sigma.
+        levels: per level: parents, noised cells, surviving cells, sigma, seconds.
+        timings: seconds per stage.
+        seeded: True if noise came from a test seed (NOT a private release).
+        non_private: reasons why this release is not private (empty for a private one).
+    """
+
+    output: str
+    levels_view: str | None
+    release_id: int
+    input: str
+    spec: TreeSpec
+    mechanism: str
+    accounting: Accounting
+    levels: tuple[LevelStats, ...]
+    total: int
+    timings: dict[str, float] = field(default_factory=dict)
+    seeded: bool = False
+    non_private: tuple[str, ...] = ()
+
+    @property
+    def is_private(self) -> bool:
+        return not self.non_private
+
+    def relation(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+        """The released table as a DuckDB relation."""
+        return con.table(self.output)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "release_id": self.release_id,
+            "input": self.input,
+            "output": self.output,
+            "levels_view": self.levels_view,
+            "hierarchy": self.spec.as_dict(),
+            "mechanism": self.mechanism,
+            "budget": self.accounting.as_dict(),
+            "levels": [lv.as_dict() for lv in self.levels],
+            "total": self.total,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "seeded": self.seeded,
+            "non_private": list(self.non_private),
+        }
+
+    def _level_rows(self) -> list[tuple[str, ...]]:
+        return [
+            (str(lv.level), lv.name, f"{lv.sigma:.3g}", f"{lv.parents:,}", f"{lv.noised_cells:,}",
+             f"{lv.surviving_cells:,}", f"{lv.seconds:.2f}")
+            for lv in self.levels
+        ]
+
+    _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s")
+
+    def __str__(self) -> str:
+        warn = ""
+        if self.non_private:
+            warn = "NOT PRIVATE: " + "; ".join(self.non_private) + "\n"
+        b = self.accounting.budget
+        lines = [
+            f"{warn}release #{self.release_id}: {self.input} -> {self.output} "
+            f"({self.mechanism}, {self.spec.tree} tree, {self.accounting.privacy} DP)",
+            f"budget: rho={b.rho:.6g} ~ (epsilon={b.epsilon:.6g}, delta={b.delta:.3g}) "
+            f"[{b.conversion} conversion]; released total {self.total:,}; "
+            f"{sum(self.timings.values()):.2f} s",
+        ]
+        table = [self._HEADER, *self._level_rows()]
+        widths = [max(len(r[i]) for r in table) for i in range(len(self._HEADER))]
+        for r in table:
+            lines.append("  ".join(cell.rjust(w) if i != 1 else cell.ljust(w)
+                                   for i, (cell, w) in enumerate(zip(r, widths, strict=True))))
+        if self.levels_view:
+            lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEADER)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+            for r in self._level_rows()
+        )
+        warn = ""
+        if self.non_private:
+            warn = f"<p><b>NOT PRIVATE</b>: {html.escape('; '.join(self.non_private))}</p>"
+        summary = html.escape(str(self).splitlines()[int(bool(self.non_private))])
+        return f"{warn}<p>{summary}</p><table><tr>{head}</tr>{body}</table>"
+
+
+def _normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
+    n = len(spec.chains)
+    if n == 1:
+        if isinstance(domain, (list, tuple)) and len(domain) == 1:
+            return list(domain)
+        return [domain]
+    if not isinstance(domain, (list, tuple)) or len(domain) != n:
+        raise DomainError(
+            f"the hierarchy has {n} chains, so domain must be a list of {n} domains (one per "
+            f"chain, columns named as the chain), got {domain!r}"
+        )
+    return list(domain)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _chain_tree(con: duckdb.DuckDBPyConnection, codes_table: str, depth: int) -> ChainTree:
+    """Parent code of every node, depth by depth, from a chain's code table."""
+    cols = ", ".join(_compile.depth_code(d) for d in range(1, depth + 1))
+    tab = arrow(con, f"SELECT DISTINCT {cols} FROM {ident(codes_table)} ORDER BY {cols}")
+    parents = []
+    for d in range(1, depth + 1):
+        this = tab.column(_compile.depth_code(d)).to_numpy()
+        if d == 1:
+            par = np.zeros(int(this.max()) + 1 if this.size else 0, dtype=np.int64)
+        else:
+            above = tab.column(_compile.depth_code(d - 1)).to_numpy()
+            par = np.zeros(int(this.max()) + 1, dtype=np.int64)
+            par[this] = above
+        parents.append(par)
+    return ChainTree.from_parents(parents)
+
+
+def _example(values: Sequence[object], cols: Sequence[str]) -> str:
+    return ", ".join(f"{c}={v!r}" for c, v in zip(cols, values, strict=False))
+
+
+def release(
+    con: duckdb.DuckDBPyConnection,
+    table: str | duckdb.DuckDBPyRelation,
+    /,
+    *,
+    hierarchy: Sequence[str] | Sequence[Sequence[str]],
+    domain: object = None,
+    tree: str | None = None,
+    rho: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    conversion: str = "tight",
+    privacy: str = "bounded",
+    contribution: int = 1,
+    distinct: bool = False,
+    split: Sequence[float] | None = None,
+    count: str | None = None,
+    output: str | None = None,
+    overwrite: bool = False,
+    mechanism: str = "inftda",
+    seed: int | None = None,
+    domain_from_data: bool = False,
+    levels_view: bool = True,
+    progress: Callable[[LevelStats], None] | None = None,
+) -> Release:
+    """Release a differentially private, consistent, non-negative table of counts.
+
+    Reads ``table`` (microdata: one row per record, or pre-aggregated with ``count=``), builds
+    the hierarchical tree of counts in SQL, runs InfTDA (discrete Gaussian noise, then IntOpt per
+    parent) level by level, and writes the positive leaf cells to ``output`` together with a row
+    in the ledger table ``inftda_releases``, atomically. The input is never modified.
+
+    Args:
+        con: an open DuckDB connection (read-write).
+        table: input table or view name, or a DuckDB relation.
+        hierarchy: one chain of columns coarse to fine (``["region", "province", "mun"]``) or a
+            list of chains (``[["o_region", "o_mun"], ["d_region", "d_mun"]]``).
+        domain: the PUBLIC categories: per chain a table/view name, a relation or a mapping
+            ``{column: [values...]}`` listing every valid path, columns named as the chain. A
+            list with one entry per chain when there are several chains.
+        tree: ``"chain"``/``"sequential"`` (chains refined in order; default) or, for two chains
+            (origin, destination), ``"destination"`` or ``"origin"``.
+        rho: the zCDP budget (``float("inf")`` = no noise, the exactness oracle). Or:
+        epsilon, delta: an (epsilon, delta)-DP budget converted to rho with ``conversion``
+            (``"tight"``: Canonne-Kamath-Steinke 2020; ``"simple"``: Bun-Steinke 2016).
+        privacy: ``"bounded"`` (replace one unit; the total N is public) or ``"unbounded"``
+            (add/remove one unit; the root is noised too).
+        contribution: records per privacy unit (m), with ``distinct`` if they fall in distinct
+            leaf cells. Each input row is one unit's record; bounding is the caller's duty.
+        split: per-level weights of rho (uniform by default).
+        count: name of the count column of a pre-aggregated input.
+        output: output table (default ``<table>_private``); ``overwrite=True`` replaces it.
+        mechanism: ``"inftda"``.
+        seed: TESTS AND BENCHMARKS ONLY: reproducible, non-cryptographic noise; the release is
+            then recorded as seeded and not private.
+        domain_from_data: take the categories from the private data instead of a public domain.
+            NOT PRIVATE (which cells exist leaks); recorded as such in the ledger.
+        levels_view: also create the view ``<output>_levels`` with every level.
+        progress: called with each level's statistics as it completes.
+
+    Returns:
+        A :class:`Release` describing the output, the budget spent, and per-level statistics.
+
+    Example:
+        >>> import duckdb, inftda_sql
+        >>> con = duckdb.connect()
+        >>> _ = con.execute("CREATE TABLE geo AS SELECT * FROM (VALUES ('N','a'),('N','b'),('S','c')) g(region, city)")
+        >>> _ = con.execute("CREATE TABLE persons AS SELECT * FROM (VALUES ('N','a'),('N','a'),('S','c')) p(region, city)")
+        >>> r = inftda_sql.release(con, "persons", hierarchy=["region", "city"], domain="geo", rho=float("inf"))
+        >>> con.execute("SELECT * FROM persons_private").fetchall()
+        [('N', 'a', 2), ('S', 'c', 1)]
+    """
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    spec = parse_hierarchy(hierarchy, tree)
+    if mechanism not in MECHANISMS:
+        raise SpecError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r}")
+    if privacy not in PRIVACY_MODELS:
+        raise SpecError(f"privacy must be 'bounded' or 'unbounded', got {privacy!r}")
+    contribution = _check_int("contribution", contribution, 1)
+    if not isinstance(distinct, bool):
+        raise SpecError(f"distinct must be True or False, got {distinct!r}")
+    budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+    level_names = [spec.level_name(lv) for lv in range(1, spec.n_levels + 1)]
+    acct = account(budget, level_names, privacy=privacy, contribution=contribution,
+                   distinct=distinct, split=split)
+    source = as_source(seed)
+    if domain is None and not domain_from_data:
+        raise DomainError(
+            "no domain given: the categories of every hierarchy column must come from a PUBLIC "
+            "list (a geography table, declared categories), otherwise which cells exist leaks "
+            "the private data. Pass domain='geo' (a table with the hierarchy columns) or "
+            "domain={'sex': ['F', 'M']}; or opt in to domain_from_data=True, which takes them "
+            "from the data and records the release as NOT private"
+        )
+    if domain is not None and domain_from_data:
+        raise DomainError("pass domain= or domain_from_data=True, not both")
+
+    names = _compile.TempNames(f"__inftda_{uuid.uuid4().hex[:12]}_")
+    input_desc = table if isinstance(table, str) else "<relation>"
+    if output is None:
+        if not isinstance(table, str):
+            raise SpecError("output= is required when the input is a relation")
+        output = f"{table}_private"
+    if not isinstance(output, str) or not output or len(output.split(".")) > 2:
+        raise SpecError(f"output must be a table name, got {output!r}")
+    view_name = f"{output}_levels" if levels_view else None
+    if isinstance(table, str) and output.lower() == table.lower():
+        raise SpecError(f"output {output!r} is the input table; choose another name")
+    for name in (output, view_name):
+        if name and object_kind(con, name) is not None and not overwrite:
+            raise OutputExistsError(
+                f"{name!r} already exists; pass overwrite=True to replace it or choose another "
+                "output= name"
+            )
+
+    # fail fast (before any work) if the caller left a transaction open
+    begin_transaction(con)
+    run(con, "ROLLBACK")
+
+    sources: list[Source] = []
+    temp_tables = [names.codes(c) for c in range(len(spec.chains))] + [names.leaf, names.keys]
+    try:
+        t0 = time.perf_counter()
+        inp = resolve_source(con, table, role="input table", temp_name=names.input)
+        sources.append(inp)
+        for col in spec.columns:
+            inp.column(col, "hierarchy column")
+        count_is_integer = True
+        if count is not None:
+            if not isinstance(count, str):
+                raise SpecError(f"count must be a column name, got {count!r}")
+            stored = inp.column(count, "count column")
+            fam = type_family(inp.columns[count.lower()])
+            if fam not in ("integer", "fractional"):
+                raise InputDataError(
+                    f"count column {stored!r} has type {inp.columns[count.lower()]}, not a "
+                    "number; pass the column holding the number of records per row"
+                )
+            count_is_integer = fam == "integer"
+            if count.lower() in {c.lower() for c in spec.columns}:
+                raise SpecError(f"count column {count!r} is also a hierarchy column")
+
+        domain_desc: list[str] = []
+        domains = _normalise_domains(domain, spec) if domain is not None else None
+        for c, chain in enumerate(spec.chains):
+            role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
+            if domains is None:
+                dom_sql = f"(SELECT DISTINCT {', '.join(ident(x) for x in chain)} FROM {inp.sql})"
+                domain_desc.append("FROM DATA (not private)")
+            else:
+                dom = resolve_source(con, domains[c], role=role, temp_name=names.domain(c),
+                                     error=DomainError)
+                sources.append(dom)
+                for col in chain:
+                    dom.column(col, f"hierarchy column of the {role}", DomainError)
+                check_domain_types(inp, dom, chain, role)
+                nulls = scalar(con, f"SELECT count(*) FROM {dom.sql} WHERE "
+                               + " OR ".join(f"{ident(x)} IS NULL" for x in chain))
+                if nulls:
+                    raise DomainError(f"the {role} has {nulls} row(s) with NULL in {', '.join(chain)}; "
+                                      "every listed path must be complete")
+                dom_sql = dom.sql
+                domain_desc.append(dom.description)
+            run(con, _compile.codes(names, c, chain, dom_sql))
+            if not scalar(con, f"SELECT count(*) FROM {ident(names.codes(c))}"):
+                raise DomainError(f"the {role} is empty; it must list every valid path of {', '.join(chain)}")
+            for d in range(1, len(chain)):
+                bad = rows(con, _compile.nesting_check(names.codes(c), chain[d - 1], chain[d]))
+                if bad:
+                    value, p1, p2 = bad[0]
+                    raise DomainError(
+                        f"the {role} is not nested: {chain[d]}={value!r} is listed under "
+                        f"{chain[d - 1]}={p1!r} and {chain[d - 1]}={p2!r}; every value must have "
+                        f"one parent (use codes unique across the whole domain, e.g. prefix "
+                        f"{chain[d]} with its {chain[d - 1]})"
+                    )
+        chain_trees = [_chain_tree(con, names.codes(c), len(ch)) for c, ch in enumerate(spec.chains)]
+        timings["domain"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        run(con, _compile.leaf_counts(names, spec, inp.sql, count and inp.column(count, "count"),
+                                      count_is_integer))
+        timings["scan"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        _validate_input(con, names, spec, count, inp)
+        run(con, _compile.leaf_codes(names, spec))
+        total = int(scalar(con, f"SELECT coalesce(sum(n), 0) FROM {ident(names.keys)}"))
+        timings["validate"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        sigmas = list(acct.level_sigma) if privacy == "unbounded" else [0.0, *acct.level_sigma]
+
+        def true_level(level: int, strides: tuple[int, ...]) -> tuple[Any, Any]:
+            tab = arrow(con, _compile.level_counts(names, spec, level, strides))
+            return (tab.column("key").to_numpy().astype(np.int64, copy=False),
+                    tab.column("n").to_numpy().astype(np.int64, copy=False))
+
+        result = topdown(spec, chain_trees, true_level, sigmas, total, source=source,
+                         progress=progress)
+        timings["topdown"] = time.perf_counter() - t0
+
+        non_private = []
+        if budget.non_private:
+            non_private.append("infinite budget (no noise)")
+        if domain_from_data:
+            non_private.append("domain taken from the data")
+        if source.seeded:
+            non_private.append("seeded noise (tests and benchmarks only)")
+        t0 = time.perf_counter()
+        release_id = write_release(
+            con, names, spec, result, output=output, view=view_name, overwrite=overwrite,
+            ledger={
+                "input_table": input_desc,
+                "output_table": output,
+                "hierarchy": json.dumps(spec.as_dict()),
+                "tree": spec.tree,
+                "domain_source": "; ".join(domain_desc),
+                "mechanism": mechanism,
+                "accounting": acct,
+                "seeded": source.seeded,
+                "non_private": non_private,
+                "details": json.dumps({"levels": [lv.as_dict() for lv in result.levels],
+                                       "levels_view": view_name}),
+            },
+        )
+        timings["write"] = time.perf_counter() - t0
+        timings["other"] = max(0.0, time.perf_counter() - t_start - sum(timings.values()))
+        return Release(
+            output=output, levels_view=view_name, release_id=release_id, input=input_desc,
+            spec=spec, mechanism=mechanism, accounting=acct, levels=result.levels,
+            total=int(result.counts.sum()), timings=timings, seeded=source.seeded,
+            non_private=tuple(non_private),
+        )
+    finally:
+        for src in sources:
+            drop_temp(con, src)
+        for t in temp_tables:
+            try:
+                run(con, f"DROP TABLE IF EXISTS {ident(t)}")
+            except duckdb.Error:
+                pass
+        try:
+            con.unregister(names.released)
+        except duckdb.Error:
+            pass
+
+
+def _validate_input(
+    con: duckdb.DuckDBPyConnection, names: _compile.TempNames, spec: TreeSpec,
+    count: str | None, inp: Source,
+) -> None:
+    """Checks before any noise: NULL keys, bad counts, paths outside the domain."""
+    leaf = ident(names.leaf)
+    cols = spec.columns
+    null_exprs = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in cols)
+    stats = rows(con, f"SELECT {null_exprs}, coalesce(sum(__nulls), 0), min(__min), "
+                      f"coalesce(bool_or(__frac), false) FROM {leaf}")[0]
+    for col, n_null in zip(cols, stats[: len(cols)], strict=True):
+        if n_null:
+            raise InputDataError(
+                f"hierarchy column {col!r} of {inp.description} has NULL values; every record "
+                f"needs a value in every hierarchy column (filter or fill them in a view first)"
+            )
+    n_nulls, minimum, frac = stats[len(cols):]
+    if count is not None:
+        if n_nulls:
+            raise InputDataError(f"count column {count!r} has {n_nulls} NULL value(s); use 0 or "
+                                 "drop those rows")
+        if minimum is not None and minimum < 0:
+            ex = rows(con, f"SELECT {', '.join(ident(c) for c in cols)}, __min FROM {leaf} "
+                           "WHERE __min < 0 LIMIT 1")[0]
+            raise InputDataError(
+                f"count column {count!r} has negative values, e.g. {ex[-1]} at "
+                f"({_example(ex, cols)}); counts must be non-negative integers"
+            )
+        if frac:
+            raise InputDataError(f"count column {count!r} has non-integer values; counts must "
+                                 "be whole numbers (CAST or ROUND them in a view)")
+    for c, chain in enumerate(spec.chains):
+        bad = rows(con, _compile.outside_domain(names, c, chain))
+        if bad:
+            ex = bad[0]
+            raise DomainError(
+                f"{ex[-1]} input path(s) of {', '.join(chain)} are not in the domain, e.g. "
+                f"({_example(ex, chain)}); add them to the public domain table or fix the input"
+            )

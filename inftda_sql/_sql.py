@@ -1,0 +1,81 @@
+"""SQL plumbing: identifier quoting, template loading and small query helpers.
+
+Static SQL lives in ``sql/*.sql`` at the top of the repository; the wheel ships it as
+``inftda_sql/sql`` (hatch ``force-include``) and it is read with :mod:`importlib.resources`.
+Identifiers are quoted through :func:`ident` only after they were checked against the catalog;
+values are always bound as parameters. DuckDB 2.0 keeps an unfinished ``execute()`` result
+open on the connection, so every helper here fetches its result completely.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+__all__ = ["arrow", "ident", "qualified", "render", "rows", "run", "scalar", "template"]
+
+
+def ident(name: str) -> str:
+    """Quote an identifier for DuckDB, doubling embedded double quotes."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def qualified(name: str) -> str:
+    """Quote a possibly schema-qualified name given as ``schema.table`` or ``table``."""
+    return ".".join(ident(part) for part in name.split("."))
+
+
+def _sql_dir() -> Path:
+    packaged = resources.files("inftda_sql").joinpath("sql")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    # Source checkout or editable install: the templates sit beside the package.
+    return Path(__file__).resolve().parent.parent / "sql"
+
+
+@functools.cache
+def template(name: str) -> str:
+    """Return the text of ``sql/<name>.sql``."""
+    return (_sql_dir() / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def render(name: str, **parts: str) -> str:
+    """Fill a template's ``$placeholders`` with already-quoted SQL fragments.
+
+    Only identifiers quoted by :func:`ident` and SQL built by this package go in here; user
+    values are bound as parameters by the caller.
+    """
+    return string.Template(template(name)).substitute(parts)
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> None:
+    """Execute a statement (or several, separated by ';') and finish its result."""
+    if params:
+        con.execute(sql, dict(params)).fetchall()
+    else:
+        con.execute(sql).fetchall()
+
+
+def rows(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
+    """Run a query and return all its rows (small results only)."""
+    return con.execute(sql, dict(params) if params else None).fetchall()
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+    """Run a query that returns one row of one value and return that value."""
+    result = rows(con, sql, params)
+    return result[0][0] if result else None
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """Run a query and return its result as an Arrow table (zero-copy columnar)."""
+    return con.sql(sql).to_arrow_table()

@@ -1,0 +1,217 @@
+"""The TopDown pass: noise and IntOpt level by level, vectorised over all parents of a level.
+
+Nodes are identified by one integer code per chain (codes of the public domain, see
+``sql/codes.sql``). Because the children of a node form a contiguous code range of the next
+depth, the children of every surviving parent are generated with ``np.repeat`` and ``cumsum``
+from the public domain alone; the true count of each child is found by a sorted lookup into the
+level's true counts (computed in SQL), zero where absent. Then, for all parents at once:
+``y = true + discrete Gaussian noise`` and ``x = IntOpt(y, parent value)``; children with ``x > 0``
+survive, zeros prune their branch. Everything after the noise uses only ``y`` and released
+values (post-processing). Big levels are processed in chunks aligned to parent boundaries to keep
+memory (and this machine's slow first touch of fresh pages) in check.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._compile import key_strides
+from ._errors import InternalError
+from ._intopt import intopt
+from ._noise import sample_discrete_gaussian
+from ._random import RandomSource
+from ._spec import TreeSpec
+
+__all__ = ["ChainTree", "LevelStats", "Optimizer", "TopDownResult", "topdown"]
+
+I64 = npt.NDArray[np.int64]
+# Children processed per chunk: ~2M keeps the working set near 100 MB.
+CHUNK_CHILDREN = 1 << 21
+
+Optimizer = Callable[[I64, I64, I64], I64]
+"""``(y, targets, offsets) -> x``: the per-level post-processing (IntOpt for InfTDA)."""
+
+
+@dataclass(frozen=True)
+class ChainTree:
+    """The public domain of one chain as nested code ranges.
+
+    ``child_offsets[d]`` (``d >= 1``) has ``sizes[d-1] + 1`` entries: the children of node ``p``
+    of depth ``d - 1`` are the depth-``d`` codes ``child_offsets[d][p] .. child_offsets[d][p+1]-1``.
+    """
+
+    sizes: tuple[int, ...]
+    child_offsets: tuple[I64, ...]
+
+    @classmethod
+    def from_parents(cls, parents: Sequence[I64]) -> ChainTree:
+        """Build from ``parents[d-1][code]`` = parent code (depth ``d-1``) of each depth-``d`` code."""
+        sizes = [1]
+        offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
+        for par in parents:
+            if par.size and np.any(np.diff(par) < 0):
+                raise InternalError("domain codes are not sorted by parent")
+            counts = np.bincount(par, minlength=sizes[-1]).astype(np.int64)
+            if counts.size != sizes[-1] or np.any(counts == 0):
+                raise InternalError("a domain node has no children")
+            off = np.zeros(sizes[-1] + 1, dtype=np.int64)
+            np.cumsum(counts, out=off[1:])
+            offsets.append(off)
+            sizes.append(int(par.size))
+        return cls(sizes=tuple(sizes), child_offsets=tuple(offsets))
+
+
+@dataclass(frozen=True)
+class LevelStats:
+    """What one level did: public facts derived from released values only."""
+
+    level: int
+    name: str
+    parents: int
+    noised_cells: int
+    surviving_cells: int
+    sigma: float
+    seconds: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "level": self.level,
+            "name": self.name,
+            "parents": self.parents,
+            "noised_cells": self.noised_cells,
+            "surviving_cells": self.surviving_cells,
+            "sigma": self.sigma,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass(frozen=True)
+class TopDownResult:
+    """Leaf cells of the release: one code array per chain and the released counts."""
+
+    codes: tuple[I64, ...]
+    counts: I64
+    levels: tuple[LevelStats, ...]
+
+
+def _lookup(keys_sorted: I64, values: I64, queries: I64) -> I64:
+    """Value of each query key in a sorted key array, 0 where absent."""
+    if keys_sorted.size == 0:
+        return np.zeros(queries.size, dtype=np.int64)
+    idx = np.searchsorted(keys_sorted, queries)
+    np.minimum(idx, keys_sorted.size - 1, out=idx)
+    hit = keys_sorted[idx] == queries
+    return np.where(hit, values[idx], 0).astype(np.int64, copy=False)
+
+
+def _chunks(child_counts: I64) -> list[tuple[int, int]]:
+    """Split parents into consecutive runs of about CHUNK_CHILDREN children."""
+    n = child_counts.size
+    if n == 0:
+        return []
+    cum = np.cumsum(child_counts)
+    total = int(cum[-1])
+    if total <= CHUNK_CHILDREN:
+        return [(0, n)]
+    cuts = np.searchsorted(cum, np.arange(CHUNK_CHILDREN, total, CHUNK_CHILDREN), side="left") + 1
+    bounds = np.unique(np.concatenate(([0], cuts, [n])))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def topdown(
+    spec: TreeSpec,
+    chains: Sequence[ChainTree],
+    true_level: Callable[[int, tuple[int, ...]], tuple[I64, I64]],
+    sigmas: Sequence[float],
+    root_total: int,
+    *,
+    source: RandomSource,
+    optimizer: Optimizer | None = None,
+    progress: Callable[[LevelStats], None] | None = None,
+) -> TopDownResult:
+    """Run TopDown over ``spec``'s levels.
+
+    Args:
+        spec: the hierarchy and its levels.
+        chains: the public domain of each chain as code ranges.
+        true_level: ``(level, strides) -> (sorted keys, counts)``: the true counts of a level.
+        sigmas: per level (index 0 = root), the discrete Gaussian sigma; 0 means no noise. The
+            root is noised only when ``sigmas[0] > 0`` (unbounded DP).
+        root_total: the true total N.
+        source: the random source of the noise.
+        optimizer: ``(y, targets, offsets) -> x`` per level; IntOpt by default.
+        progress: called after each level with its statistics.
+    """
+    opt: Optimizer = optimizer or (lambda y, t, o: intopt(y, t, o))
+    k = len(spec.chains)
+    stats: list[LevelStats] = []
+
+    t0 = time.perf_counter()
+    root = np.array([root_total], dtype=np.int64)
+    if sigmas[0] > 0:
+        root = root + sample_discrete_gaussian(float(sigmas[0]), 1, rng=source)
+        root = np.maximum(root, 0)
+    codes: list[I64] = [np.zeros(int(root[0] > 0), dtype=np.int64) for _ in range(k)]
+    values: I64 = root[root > 0]
+    stats.append(LevelStats(0, "root", 0, int(sigmas[0] > 0), int(values.size), float(sigmas[0]),
+                            time.perf_counter() - t0))
+    if progress:
+        progress(stats[-1])
+
+    sizes = [chain.sizes for chain in chains]
+    for level in range(1, spec.n_levels + 1):
+        t0 = time.perf_counter()
+        c = spec.refined_chain(level)
+        depth = spec.levels[level][c]
+        strides = key_strides(spec, level, sizes)
+        keys_true, counts_true = true_level(level, strides)
+        off = chains[c].child_offsets[depth]
+        sigma = float(sigmas[level])
+
+        n_parents = int(values.size)
+        starts_all = off[codes[c]]
+        counts_all = off[codes[c] + 1] - starts_all
+        new_codes: list[list[I64]] = [[] for _ in range(k)]
+        new_values: list[I64] = []
+        noised = 0
+        for a, b in _chunks(counts_all):
+            counts = counts_all[a:b]
+            total = int(counts.sum())
+            seg = np.zeros(counts.size, dtype=np.int64)
+            np.cumsum(counts[:-1], out=seg[1:])
+            # child code of chain c: parent's first child + position within the segment
+            child = np.repeat(starts_all[a:b] - seg, counts) + np.arange(total, dtype=np.int64)
+            key = child * strides[c]
+            chunk_codes: list[I64] = []
+            for j in range(k):
+                if j == c:
+                    chunk_codes.append(child)
+                    continue
+                rep = np.repeat(codes[j][a:b], counts)
+                key += rep * strides[j]
+                chunk_codes.append(rep)
+            y = _lookup(keys_true, counts_true, key)
+            del key
+            if sigma > 0:
+                y += sample_discrete_gaussian(sigma, total, rng=source)
+            x = opt(y, values[a:b], seg)
+            del y
+            keep = x > 0
+            for j in range(k):
+                new_codes[j].append(chunk_codes[j][keep])
+            new_values.append(x[keep])
+            noised += total
+        codes = [np.concatenate(parts) if parts else np.zeros(0, np.int64) for parts in new_codes]
+        values = np.concatenate(new_values) if new_values else np.zeros(0, np.int64)
+        stats.append(
+            LevelStats(level, spec.level_name(level), n_parents, noised, int(values.size), sigma,
+                       time.perf_counter() - t0)
+        )
+        if progress:
+            progress(stats[-1])
+    return TopDownResult(codes=tuple(codes), counts=values, levels=tuple(stats))
