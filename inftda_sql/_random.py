@@ -91,6 +91,10 @@ def as_source(rng: object = None) -> RandomSource:
         return SeededSource(rng)
     if isinstance(rng, RandomSource):
         return rng
+    shown = repr(rng)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
     raise SpecError(
-        f"rng/seed must be None (OS CSPRNG), an int seed or a numpy Generator, got {type(rng).__name__}"
+        "rng/seed must be None (OS CSPRNG), an int seed or a numpy Generator, "
+        f"got {shown} of type {type(rng).__name__}"
     )

@@ -1,0 +1,504 @@
+"""Tests of the exact discrete Gaussian sampler (inftda_sql._noise)."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import os
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from scipy import stats
+
+from inftda_sql import _noise
+from inftda_sql._errors import SpecError
+from inftda_sql._noise import (
+    DISTANCE_BOUND,
+    SIGMA_TABLE_MAX,
+    TAIL_BOUND,
+    TAIL_T,
+    discrete_gaussian_pmf,
+    sample_discrete_gaussian,
+)
+
+P_FLOOR = 1e-4
+M32 = (1 << 32) - 1
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------
+
+
+def _pooled_bins(expected: npt.NDArray[np.float64], min_expected: float) -> npt.NDArray[np.intp]:
+    """Bin label per integer: consecutive integers merged until each bin expects >= min_expected."""
+    labels = np.empty(expected.size, dtype=np.intp)
+    label, acc = 0, 0.0
+    for i, e in enumerate(expected.tolist()):
+        labels[i] = label
+        acc += e
+        if acc >= min_expected:
+            label, acc = label + 1, 0.0
+    if acc < min_expected and label > 0:  # leftover right tail joins the last full bin
+        labels[labels == label] = label - 1
+    return labels
+
+
+def _chisq_gof(samples: npt.NDArray[np.int64], sigma: float, min_expected: float = 5.0) -> float:
+    """p-value of Pearson's chi-square test of the samples against the exact pmf."""
+    n = samples.size
+    half = max(int(np.abs(samples).max()), math.ceil(12 * sigma) + 2)
+    xs = np.arange(-half, half + 1)
+    expected = discrete_gaussian_pmf(xs, sigma) * n
+    expected *= n / expected.sum()  # mass outside +-half is below 1e-30
+    observed = np.bincount(samples + half, minlength=xs.size).astype(np.float64)
+    labels = _pooled_bins(expected, min_expected)
+    obs = np.bincount(labels, weights=observed)
+    exp = np.bincount(labels, weights=expected)
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    return float(stats.chi2.sf(chi2, df=obs.size - 1))
+
+
+def _exact_moments(sigma: float) -> tuple[float, float]:
+    """E[X^2] and E[X^4] of the discrete Gaussian (its mean is 0)."""
+    half = math.ceil(12 * sigma) + 2
+    xs = np.arange(-half, half + 1, dtype=np.float64)
+    p = discrete_gaussian_pmf(xs, sigma)
+    return float((xs**2 * p).sum()), float((xs**4 * p).sum())
+
+
+def _boundaries(tab: _noise._Table) -> list[int]:
+    return [
+        (int(h) << 64) | int(lo) for h, lo in zip(tab.hi.tolist(), tab.lo.tolist(), strict=True)
+    ]
+
+
+class _ScriptedSource:
+    """A RandomSource replaying given word arrays in order; other requests get seeded words.
+
+    The next scripted array is served when its length is the number of words asked for.
+    """
+
+    seeded = True
+
+    def __init__(self, *scripted: npt.NDArray[np.uint64]) -> None:
+        self._queue = list(scripted)
+        self._gen = np.random.Generator(np.random.Philox(99))
+        self.log: list[npt.NDArray[np.uint64]] = []
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        if self._queue and self._queue[0].size == n:
+            w = self._queue.pop(0)
+        else:
+            w = self._gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        self.log.append(w.copy())
+        return w
+
+
+# ------------------------------------------------------------------------------------------------
+# goodness of fit
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 3.7, 100.0, 1e4])
+def test_chi_square_seeded(sigma: float) -> None:
+    x = sample_discrete_gaussian(sigma, size=1_000_000, rng=20240611)
+    assert _chisq_gof(x, sigma) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_chi_square_csprng() -> None:
+    x = sample_discrete_gaussian(3.7, size=1_000_000)
+    assert _chisq_gof(x, 3.7) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_chi_square_rejection_fallback_small_sigma(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact CKS sampler, forced on a small sigma where many bins can be tested."""
+    monkeypatch.setattr(_noise, "SIGMA_TABLE_MAX", 1.0)
+    called: list[float] = []
+    real = _noise._draw_rejection
+
+    def spy(sigma: float, out: npt.NDArray[np.int64], source: object) -> None:
+        called.append(sigma)
+        real(sigma, out, source)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_noise, "_draw_rejection", spy)
+    x = sample_discrete_gaussian(3.7, size=100_000, rng=5)
+    assert called == [3.7]
+    assert _chisq_gof(x, 3.7) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_chi_square_rejection_above_table_limit() -> None:
+    sigma = 3.0 * SIGMA_TABLE_MAX + 0.25
+    x = sample_discrete_gaussian(sigma, size=20_000, rng=11)
+    assert _chisq_gof(x, sigma, min_expected=50.0) > P_FLOOR
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [0.5, 3.7, 100.0])
+def test_mean_variance_symmetry(sigma: float) -> None:
+    n = 1_000_000
+    x = sample_discrete_gaussian(sigma, size=n, rng=3)
+    var, mu4 = _exact_moments(sigma)
+    assert abs(x.mean()) < 5 * math.sqrt(var / n)
+    assert abs(x.var() - var) < 5 * math.sqrt((mu4 - var * var) / n)
+    # symmetry: given |X| = k > 0 the sign is a fair coin, jointly over k
+    half = int(np.abs(x).max())
+    c = np.bincount(x + half, minlength=2 * half + 1)
+    pos, neg = c[half + 1 :], c[:half][::-1]
+    keep = (pos + neg) >= 10
+    chi2 = float((((pos - neg)[keep]) ** 2 / (pos + neg)[keep]).sum())
+    assert stats.chi2.sf(chi2, df=int(keep.sum())) > P_FLOOR
+
+
+def test_opendp_two_sample() -> None:
+    """Two-sample chi-square against OpenDP's exact integer Gaussian (an independent sampler)."""
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    n = 50_000
+    for sigma in (3.7, 40.0):
+        meas = dp.m.make_gaussian(
+            dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), sigma
+        )
+        theirs = np.asarray(meas([0] * n), dtype=np.int64)
+        ours = sample_discrete_gaussian(sigma, size=n, rng=17)
+        half = int(max(np.abs(theirs).max(), np.abs(ours).max()))
+        xs = np.arange(-half, half + 1)
+        labels = _pooled_bins(discrete_gaussian_pmf(xs, sigma) * n, 10.0)
+        table = np.stack(
+            [
+                np.bincount(labels, weights=np.bincount(a + half, minlength=xs.size))
+                for a in (ours, theirs)
+            ]
+        )
+        assert stats.chi2_contingency(table).pvalue > P_FLOOR
+
+
+# ------------------------------------------------------------------------------------------------
+# the table and its bounds
+# ------------------------------------------------------------------------------------------------
+
+
+def test_tail_bound_constant() -> None:
+    t = TAIL_T
+    with localcontext() as ctx:
+        ctx.prec = 50
+        bound = Decimal(2) / t * (Decimal(-t * t) / 2).exp()
+        assert bound < Decimal(2) ** -74
+    assert float(bound) <= TAIL_BOUND
+    # The distance bound of the docstring at the largest table.
+    k = _noise._support_k(SIGMA_TABLE_MAX)
+    assert (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND <= DISTANCE_BOUND
+    assert DISTANCE_BOUND < 2.0**-64
+    assert _noise._support_k(SIGMA_TABLE_MAX) + 2 <= 2**20  # the table error analysis needs it
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 3.7, 100.0])
+def test_actual_tail_mass_below_bound(sigma: float) -> None:
+    k = _noise._support_k(sigma)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        s2 = Decimal(Fraction(sigma).numerator) / Decimal(Fraction(sigma).denominator)
+        s2 = 2 * s2 * s2
+        z = 1 + 2 * sum((Decimal(-x * x) / s2).exp() for x in range(1, 3 * k))
+        tail = 2 * sum((Decimal(-x * x) / s2).exp() for x in range(k + 1, 3 * k))
+        assert tail / z < Decimal(TAIL_BOUND)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 3.7, 25.0, 0.1])
+def test_table_matches_independent_high_precision(sigma: float) -> None:
+    """Each boundary is within 2 units of 2^128 C(k) (C the CDF truncated to [-K, K])."""
+    tab = _noise._table(sigma)
+    k = tab.k
+    assert k == math.ceil(TAIL_T * Fraction(sigma)) + 1
+    t = _boundaries(tab)
+    assert len(t) == 2 * k
+    with localcontext() as ctx:
+        ctx.prec = 80
+        fr = Fraction(sigma)
+        two_s2 = 2 * Decimal(fr.numerator) ** 2 / Decimal(fr.denominator) ** 2
+        p = [(Decimal(-x * x) / two_s2).exp() for x in range(-k, k + 1)]  # direct, no recurrence
+        z = sum(p)
+        cdf = Decimal(0)
+        scale = Decimal(2) ** 128
+        for j in range(2 * k):  # boundary j is T[j - k]
+            cdf += p[j]
+            assert abs(Decimal(t[j]) - scale * cdf / z) < 2
+        # probabilities of outcomes, to 2^-100 (in fact to 2^-126)
+        padded = [0, *t, 1 << 128]
+        for j in range(2 * k + 1):
+            prob = Decimal(padded[j + 1] - padded[j]) / scale
+            assert abs(prob - p[j] / z) < Decimal(2) ** -100
+
+
+def test_table_is_symmetric_and_sorted() -> None:
+    tab = _noise._table(100.0)
+    t = _boundaries(tab)
+    assert all(a <= b for a, b in itertools.pairwise(t))
+    n = len(t)
+    assert all(t[j] + t[n - 1 - j] == (1 << 128) - 1 for j in range(n))
+    assert not tab.hi.flags.writeable
+
+
+def test_table_cache_reuses_and_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _noise._table(7.25) is _noise._table(7.25)
+    monkeypatch.setattr(_noise, "_CACHE_MAX_BYTES", 1)
+    _noise._table(7.5)
+    assert list(_noise._cache) == [7.5]
+
+
+def test_largest_table_builds() -> None:
+    tab = _noise._build_table(SIGMA_TABLE_MAX)
+    assert tab.k == 655_361
+    assert tab.nbytes < 64 << 20
+
+
+# ------------------------------------------------------------------------------------------------
+# sampling paths against a brute-force 128-bit inversion
+# ------------------------------------------------------------------------------------------------
+
+
+def _reference_counts(t: list[int], u: list[int]) -> list[int]:
+    """#{j : t[j] <= x} for each x, t sorted (checked by test_table_is_symmetric_and_sorted)."""
+    return [bisect.bisect_right(t, x) for x in u]
+
+
+def test_count_exact_resolves_ties_on_low_words() -> None:
+    tab = _noise._table(3.7)
+    t = _boundaries(tab)
+    hi = tab.hi.tolist()
+    # boundaries sharing a high word exist in the far tails (T[-K] ... are tiny)
+    assert len(set(hi)) < len(hi)
+    v_list, w_list, u_list = [], [], []
+    for j in range(len(t)):
+        for delta in (-1, 0, 1):
+            u = t[j] + delta
+            if not 0 <= u < 1 << 128:
+                continue
+            u_hi, u_lo = u >> 64, u & ((1 << 64) - 1)
+            v_list.append(u_hi >> 32)
+            w_list += [((u_hi & M32) << 32) | (u_lo >> 32), (u_lo & M32) << 32]
+            u_list.append(u)
+    source = _ScriptedSource(np.array(w_list, dtype=np.uint64))
+    got = _noise._count_exact(tab, np.array(v_list, dtype=np.uint32), source)
+    assert got.tolist() == _reference_counts(t, u_list)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 3.7, 100.0])
+def test_draw_table_matches_reference_at_bucket_edges(sigma: float) -> None:
+    """32-bit prefixes at, next to and between boundaries, bucket edges and extremes."""
+    tab = _noise._table(sigma)
+    t = _boundaries(tab)
+    top = sorted({b >> 96 for b in t})
+    g_shift = tab.shift
+    v = {0, M32, 1, M32 - 1}
+    for x in top:
+        v.update({x, max(x - 1, 0), min(x + 1, M32)})
+        v.update({(x >> g_shift) << g_shift, ((x >> g_shift) << g_shift) | ((1 << g_shift) - 1)})
+    rng = np.random.default_rng(1)
+    v.update(rng.integers(0, 1 << 32, size=2000).tolist())
+    vs = np.array(sorted(v), dtype=np.uint32)
+    if vs.size % 2:
+        vs = np.append(vs, np.uint32(7))
+    source = _ScriptedSource(vs.view(np.uint64).copy())
+    out = np.empty(vs.size, dtype=np.int64)
+    _noise._draw_table(tab, out, source)
+    # Rebuild each U: undecided prefixes took 96 more bits from the next call, in order.
+    topset = np.isin(vs, np.array(top, dtype=np.uint32))
+    extra = source.log[1].reshape(-1, 2) if len(source.log) > 1 else np.empty((0, 2), np.uint64)
+    assert extra.shape[0] == int(topset.sum())
+    u_list = []
+    e = iter(extra.tolist())
+    for vi, amb in zip(vs.tolist(), topset.tolist(), strict=True):
+        if amb:
+            w0, w1 = next(e)
+            u_list.append((vi << 96) | (w0 << 32) | (w1 >> 32))
+        else:  # any completion gives the same count
+            u_list.append(vi << 96)
+            assert _reference_counts(t, [(vi << 96) | ((1 << 96) - 1)]) == _reference_counts(
+                t, [vi << 96]
+            )
+    assert (out + tab.k).tolist() == _reference_counts(t, u_list)
+
+
+def test_draw_table_chunks_match_searchsorted() -> None:
+    """Several chunks and a ragged end: each draw is the count of boundaries below its prefix."""
+    tab = _noise._table(1e4)
+    sizes = [_noise._CHUNK] * 3 + [5]
+    gen = np.random.Generator(np.random.Philox(123))
+    script = [gen.integers(0, 2**64, size=(m + 1) // 2, dtype=np.uint64) for m in sizes]
+    v = np.concatenate([w.view(np.uint32)[:m] for w, m in zip(script, sizes, strict=True)])
+    out = np.empty(sum(sizes), dtype=np.int64)
+    _noise._draw_table(tab, out, _ScriptedSource(*script))
+    ref = np.searchsorted(tab.top, v, side="right").astype(np.int64) - tab.k
+    undecided = np.isin(v, tab.top)  # these drew 96 more bits
+    assert undecided.sum() < 200  # ~ n * 2K / 2^32 = 37 expected
+    assert (out[~undecided] == ref[~undecided]).all()
+    left = np.searchsorted(tab.top, v[undecided], side="left") - tab.k
+    assert ((out[undecided] >= left) & (out[undecided] <= ref[undecided])).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# API
+# ------------------------------------------------------------------------------------------------
+
+
+def test_output_types_and_shapes() -> None:
+    s = sample_discrete_gaussian(2.0, rng=1)
+    assert type(s) is np.int64
+    assert type(sample_discrete_gaussian(0.0)) is np.int64
+    assert type(sample_discrete_gaussian(np.float64(1e6), rng=1)) is np.int64  # rejection path
+    a = sample_discrete_gaussian(2.0, size=(3, 4), rng=1)
+    assert a.dtype == np.int64 and a.shape == (3, 4)
+    assert sample_discrete_gaussian(2.0, size=0).shape == (0,)
+    assert sample_discrete_gaussian(2.0, size=()).shape == ()
+    z = sample_discrete_gaussian(0.0, size=5)
+    assert z.dtype == np.int64 and z.tolist() == [0] * 5
+    sig = np.array([[0.0, 1.5, 0.0], [2.5, 0.0, 1e6]])
+    b = sample_discrete_gaussian(sig, rng=2)
+    assert b.dtype == np.int64 and b.shape == (2, 3)
+    assert (b[sig == 0.0] == 0).all()
+    assert sample_discrete_gaussian([1, 2, 3], size=3, rng=1).dtype == np.int64
+    assert sample_discrete_gaussian(np.array([], dtype=np.float64)).dtype == np.int64
+    assert sample_discrete_gaussian(3, size=2, rng=1).dtype == np.int64  # int sigma
+    zero_d = sample_discrete_gaussian(np.array(2.0), rng=1)  # a 0-d array gives a 0-d array
+    assert isinstance(zero_d, np.ndarray) and zero_d.shape == () and zero_d.dtype == np.int64
+    assert type(sample_discrete_gaussian(np.float32(2.0), rng=1)) is np.int64
+
+
+def test_array_sigma_groups_are_each_right() -> None:
+    sig = np.repeat([0.5, 50.0, 0.0, 3.7], 50_000)
+    perm = np.random.default_rng(0).permutation(sig.size)
+    sig = sig[perm]
+    x = sample_discrete_gaussian(sig, rng=9)
+    for s in (0.5, 50.0, 3.7):
+        assert _chisq_gof(x[sig == s], s) > P_FLOOR
+    assert (x[sig == 0.0] == 0).all()
+
+
+def test_array_sigma_many_groups_use_the_sorting_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[float] = []
+    real = _noise._draw
+
+    def spy(sigma: float, out: npt.NDArray[np.int64], source: object) -> None:
+        seen.append(sigma)
+        real(sigma, out, source)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_noise, "_draw", spy)
+    levels = np.arange(12) * 0.75  # 0, 0.75, ..., 8.25: more groups than _PEEL_MAX
+    sig = np.random.default_rng(4).permutation(np.repeat(levels, 20_000)).reshape(-1, 40)
+    x = sample_discrete_gaussian(sig, rng=8)
+    assert sorted(seen) == levels.tolist()  # one vectorised call per distinct sigma
+    assert x.shape == sig.shape
+    assert (x[sig == 0.0] == 0).all()
+    for s in levels[1:]:
+        assert _chisq_gof(x[sig == s], float(s)) > P_FLOOR
+
+
+def test_tiny_sigma_is_exact_point_mass_in_practice() -> None:
+    x = sample_discrete_gaussian(1e-300, size=1000, rng=1)
+    assert (x == 0).all()
+    # sigma 0.1: P(|X| >= 1) = 2 exp(-50) / Z, never seen
+    assert (sample_discrete_gaussian(0.1, size=10_000, rng=1) == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("sigma", "shown"),
+    [(-1.0, "-1.0"), (float("nan"), "nan"), (float("inf"), "inf"), (-1e-300, "-1e-300")],
+)
+def test_bad_sigma(sigma: float, shown: str) -> None:
+    with pytest.raises(SpecError, match=shown):
+        sample_discrete_gaussian(sigma)
+    with pytest.raises(SpecError, match=shown):
+        sample_discrete_gaussian([1.0, sigma, 2.0])
+
+
+def test_bad_sigma_types_and_positions() -> None:
+    with pytest.raises(SpecError, match="index 1"):
+        sample_discrete_gaussian([1.0, -2.0])
+    with pytest.raises(SpecError, match=r"index \(1, 0\)"):
+        sample_discrete_gaussian([[1.0, 2.0], [float("nan"), 1.0]])
+    for bad in ("3", True, None, [1.0, "a"], 1 + 2j, [[1.0], [1.0, 2.0]]):
+        with pytest.raises(SpecError):
+            sample_discrete_gaussian(bad)  # type: ignore[arg-type]
+
+
+def test_bad_size() -> None:
+    with pytest.raises(SpecError, match=r"\(3,\)"):
+        sample_discrete_gaussian([1.0, 2.0], size=3)
+    with pytest.raises(SpecError, match=r"\(2, 2\)"):
+        sample_discrete_gaussian([1.0, 2.0], size=(2, 2))
+    for bad in (-1, (2, -1), 2.5, "3", True):
+        with pytest.raises(SpecError, match="size"):
+            sample_discrete_gaussian(1.0, size=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("rng", "shown"), [("seed", "'seed'"), (1.5, "1.5"), (-3, "-3")])
+def test_bad_rng(rng: object, shown: str) -> None:
+    with pytest.raises(SpecError, match=shown):
+        sample_discrete_gaussian(1.0, size=3, rng=rng)
+
+
+def test_seeded_reproducible_and_csprng_varies() -> None:
+    a = sample_discrete_gaussian(10.0, size=1000, rng=42)
+    b = sample_discrete_gaussian(10.0, size=1000, rng=42)
+    assert (a == b).all()
+    gen_a = sample_discrete_gaussian(10.0, size=1000, rng=np.random.default_rng(5))
+    gen_b = sample_discrete_gaussian(10.0, size=1000, rng=np.random.default_rng(5))
+    assert (gen_a == gen_b).all()
+    assert not (sample_discrete_gaussian(10.0, size=1000, rng=43) == a).all()
+    c = sample_discrete_gaussian(10.0, size=1000)
+    d = sample_discrete_gaussian(10.0, size=1000)
+    assert not (c == d).all()
+    big = 3 * SIGMA_TABLE_MAX
+    assert sample_discrete_gaussian(big, size=5, rng=1).tolist() == (
+        sample_discrete_gaussian(big, size=5, rng=1).tolist()
+    )
+
+
+def test_default_path_uses_os_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = os.urandom
+
+    def spy(n: int) -> bytes:
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(os, "urandom", spy)
+    x = sample_discrete_gaussian(5.0, size=1001)
+    assert calls and sum(calls) >= 4 * 1001  # 32 bits per draw at least
+    calls.clear()
+    sample_discrete_gaussian(3 * SIGMA_TABLE_MAX)  # rejection path
+    assert calls
+    calls.clear()
+    sample_discrete_gaussian(5.0, size=10, rng=1)  # seeded: never the OS source
+    assert not calls
+    assert x.dtype == np.int64
+
+
+def test_pmf() -> None:
+    assert discrete_gaussian_pmf(0, 0.0) == 1.0
+    assert discrete_gaussian_pmf(3, 0.0) == 0.0
+    for sigma in (0.3, 0.5, 1.0, 1.7, 3.7, 100.0, 1e4):
+        half = math.ceil(12 * sigma) + 2
+        p = discrete_gaussian_pmf(np.arange(-half, half + 1), sigma)
+        assert abs(p.sum() - 1.0) < 1e-12
+        ratio = p[half + 1] / p[half]
+        assert math.isclose(ratio, math.exp(-1 / (2 * sigma * sigma)), rel_tol=1e-12)
+    # normaliser against a direct Decimal sum at the switch-over point
+    with localcontext() as ctx:
+        ctx.prec = 40
+        z = 1 + 2 * sum((Decimal(-x * x) / 2).exp() for x in range(1, 60))
+    assert math.isclose(discrete_gaussian_pmf(0, 1.0), float(1 / z), rel_tol=1e-14)
+    assert isinstance(discrete_gaussian_pmf(1, 2.0), float)
+    with pytest.raises(SpecError, match="integer"):
+        discrete_gaussian_pmf(0.5, 1.0)
+    with pytest.raises(SpecError, match=r"-1\.0"):
+        discrete_gaussian_pmf(0, -1.0)
