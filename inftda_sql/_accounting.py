@@ -1,0 +1,924 @@
+"""Every privacy number of a release: budgets, conversions, sensitivities, per-level noise.
+
+This is the only module that turns a privacy budget into noise scales. Its pieces:
+
+* :class:`Budget`: a validated zCDP budget ``rho`` together with the ``(epsilon, delta)``-DP
+  guarantee it implies, built with :meth:`Budget.from_args` from either ``rho`` or
+  ``epsilon`` and ``delta``.
+* Conversions between ``rho``-zCDP and ``(epsilon, delta)``-DP: :func:`rho_to_epsilon`,
+  :func:`epsilon_to_rho`, :func:`rho_to_delta`. Two conversions exist:
+
+  - ``"simple"`` (Bun & Steinke 2016, Prop. 1.3, used by the InfTDA paper):
+    ``epsilon = rho + 2 sqrt(rho ln(1/delta))``.
+  - ``"tight"`` (Canonne, Kamath & Steinke 2020, Cor. 13, the default):
+    ``delta = inf over a > 1 of exp((a-1)(a rho - epsilon)) / (a-1) * (1 - 1/a)^a``.
+    For the same ``(epsilon, delta)`` it allows a larger ``rho``, hence less noise.
+    OpenDP's ``make_zCDP_to_approxDP`` is the same bound, implemented independently; the
+    unit tests check both directions against it.
+
+* :func:`level_sensitivities`: the L2 sensitivity of every noised level of a hierarchy.
+* :func:`split_rho` and :func:`account`: the per-level budget ``rho_l`` and the discrete
+  Gaussian scale ``sigma_l = D_l / sqrt(2 rho_l)``, collected in an :class:`Accounting`.
+* :func:`zcdp_compose`: sequential composition (the sum of the ``rho``s).
+
+Every conversion rounds in the private direction: a reported ``epsilon`` or ``delta`` is never
+smaller, and a ``rho`` derived from ``(epsilon, delta)`` never larger, than the exact value (up
+to floating-point rounding; the bisections stop at a relative width of 1e-13 and return the
+conservative end). Only the standard library is used: no numpy, no scipy.
+
+Infinite values (``rho = inf``, ``epsilon = inf``) mean *no noise*: the exact counts, a test
+oracle. Such budgets and accountings say ``NON-PRIVATE`` wherever they are printed. In
+:meth:`Budget.as_dict` and :meth:`Accounting.as_dict` an infinite number is written as the
+string ``"inf"``, so both dictionaries pass ``json.dumps(..., allow_nan=False)``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._errors import BudgetError, SpecError
+
+__all__ = [
+    "CONVERSIONS",
+    "DEFAULT_REPORT_DELTA",
+    "EPSILON_WARN_THRESHOLD",
+    "PRIVACY_MODELS",
+    "Accounting",
+    "Budget",
+    "account",
+    "epsilon_to_rho",
+    "level_sensitivities",
+    "rho_to_delta",
+    "rho_to_epsilon",
+    "split_rho",
+    "zcdp_compose",
+]
+
+#: The delta at which epsilon is reported when the budget is given as ``rho`` alone.
+DEFAULT_REPORT_DELTA = 1e-8
+
+#: A finite epsilon above this value triggers a ``UserWarning`` (OpenDP warns above 5; this
+#: library is laxer because hierarchical releases are often calibrated in rho and reported at
+#: a tiny delta). Infinite budgets never warn: they are the explicit no-noise test oracle.
+EPSILON_WARN_THRESHOLD = 20.0
+
+#: The two rho <-> (epsilon, delta) conversions.
+CONVERSIONS: tuple[str, ...] = ("tight", "simple")
+
+#: The two neighbouring relations.
+PRIVACY_MODELS: tuple[str, ...] = ("bounded", "unbounded")
+
+Conversion = Literal["tight", "simple"]
+PrivacyModel = Literal["bounded", "unbounded"]
+
+# Relative width at which the bisections over epsilon and rho stop.
+_REL_TOL = 1e-13
+_MAX_BISECTIONS = 400
+# The search over the Renyi order a = 1 + exp(u) never goes beyond u = 700 (a ~ 1e304).
+_U_MAX = 700.0
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _number(name: str, value: object, error: type[Exception] = BudgetError) -> float:
+    """Return ``value`` as a float, rejecting bools, non-numbers and NaN."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise error(
+            f"{name} must be a number, got {value!r} ({type(value).__name__}); "
+            f"pass a float such as {name}=1.0"
+        )
+    number = float(value)
+    if math.isnan(number):
+        raise error(f"{name} must be a number, got NaN; pass a finite positive float")
+    return number
+
+
+def _check_conversion(conversion: object) -> Conversion:
+    if conversion == "tight":
+        return "tight"
+    if conversion == "simple":
+        return "simple"
+    raise BudgetError(f"conversion must be 'tight' or 'simple', got {conversion!r}")
+
+
+def _check_delta(delta: object, name: str = "delta") -> float:
+    value = _number(name, delta)
+    if not 0.0 < value < 1.0:
+        raise BudgetError(
+            f"{name} must be strictly between 0 and 1, got {delta!r}; "
+            f"use a value far below 1/N, e.g. {name}=1e-8"
+        )
+    return value
+
+
+def _check_nonneg(name: str, value: object) -> float:
+    number = _number(name, value)
+    if number < 0.0:
+        raise BudgetError(f"{name} must be non-negative, got {value!r}")
+    return number
+
+
+def _as_list(values: object, name: str, error: type[Exception]) -> list[Any]:
+    """The items of a sequence (list, tuple, numpy array ...), rejecting strings and scalars."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise error(f"{name} must be a sequence, got {values!r}")
+    return list(values)
+
+
+def _fmt(x: float) -> str:
+    """Format a privacy number compactly (``inf`` stays ``inf``)."""
+    return "inf" if math.isinf(x) else f"{x:.6g}"
+
+
+def _json_number(x: float) -> float | str:
+    """A float for JSON: infinities become the string ``"inf"``."""
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+# --------------------------------------------------------------------------------------------
+# conversions
+
+
+def _simple_log_delta(rho: float, epsilon: float) -> float:
+    """log delta of the Bun & Steinke bound: delta = exp(-(epsilon - rho)^2 / (4 rho))."""
+    if rho == 0.0 or math.isinf(epsilon):
+        return -math.inf
+    if math.isinf(rho) or epsilon <= rho:
+        return 0.0
+    return -((epsilon - rho) ** 2) / (4.0 * rho)
+
+
+def _log_ratio(u: float) -> float:
+    """``log(t / (1 + t))`` for ``t = exp(u)``, without cancellation for large ``t``."""
+    if u > 0.0:
+        return -math.log1p(math.exp(-u))
+    return u - math.log1p(math.exp(u))
+
+
+def _tight_log_delta(rho: float, epsilon: float) -> float:
+    """log delta of Canonne, Kamath & Steinke (2020), Cor. 13, minimised over the order a.
+
+    With ``a = 1 + t``, ``t = exp(u)`` and ``r(u) = log(t / (1 + t)) = log(1 - 1/a)``, the
+    bound reads, for any a > 1,
+
+        log delta(a) = t ((rho - epsilon) + t rho + r(u)) - log1p(t),
+
+    which has no cancellation near a = 1 (small t), none for large t (``r`` is computed as
+    ``-log1p(1/t)``), and no overflow. Its derivative in a,
+    ``(2a - 1) rho - epsilon + log(1 - 1/a) = (rho - epsilon) + 2 t rho + r(u)``, increases
+    in u, so the minimiser is found by bisection on the sign of the derivative. Any a gives a
+    valid upper bound on delta, so an imprecise minimiser can only overstate delta.
+    """
+    if rho == 0.0 or math.isinf(epsilon):
+        return -math.inf
+    if math.isinf(rho):
+        return 0.0
+    gap = rho - epsilon
+
+    def derivative(u: float) -> float:
+        return gap + 2.0 * math.exp(u) * rho + _log_ratio(u)
+
+    # The optimum satisfies a <= (epsilon + 1) / (2 rho) + 2, where the derivative is > 0.
+    t_max = (epsilon + 1.0) / (2.0 * rho) + 1.0
+    u_hi = min(math.log(t_max), _U_MAX)
+    # At u_lo the derivative is about gap + u_lo = -60 < 0 (move further down for huge rho).
+    u_lo = min(-60.0, -gap - 60.0)
+    while derivative(u_lo) >= 0.0 and u_lo > -1e300:  # pragma: no cover - rho > 1e27
+        u_lo *= 2.0
+    for _ in range(_MAX_BISECTIONS):
+        u_mid = 0.5 * (u_lo + u_hi)
+        if u_mid in (u_lo, u_hi):
+            break
+        if derivative(u_mid) < 0.0:
+            u_lo = u_mid
+        else:
+            u_hi = u_mid
+    t = math.exp(u_hi)
+    log_delta = t * (gap + t * rho + _log_ratio(u_hi)) - math.log1p(t)
+    return min(log_delta, 0.0)
+
+
+def _log_delta(rho: float, epsilon: float, conversion: Conversion) -> float:
+    if conversion == "simple":
+        return _simple_log_delta(rho, epsilon)
+    return _tight_log_delta(rho, epsilon)
+
+
+def rho_to_delta(rho: float, epsilon: float, conversion: str = "tight") -> float:
+    """The delta at which ``rho``-zCDP implies ``(epsilon, delta)``-DP.
+
+    Args:
+        rho: zCDP parameter, ``>= 0`` (``inf`` gives ``delta = 1``).
+        epsilon: target epsilon, ``>= 0`` (``inf`` gives ``delta = 0``).
+        conversion: ``"tight"`` (Canonne, Kamath & Steinke 2020, default) or ``"simple"``
+            (Bun & Steinke 2016).
+
+    Returns:
+        The smallest delta the conversion certifies (rounded up, never down), in [0, 1].
+
+    Raises:
+        BudgetError: a negative, NaN or non-numeric argument, or an unknown conversion.
+
+    Example:
+        >>> round(rho_to_delta(0.5, 4.0), 7)
+        0.0001958
+        >>> rho_to_delta(0.5, 4.0) <= rho_to_delta(0.5, 4.0, conversion="simple")
+        True
+    """
+    conv = _check_conversion(conversion)
+    r = _check_nonneg("rho", rho)
+    e = _check_nonneg("epsilon", epsilon)
+    return min(1.0, math.exp(_log_delta(r, e, conv)))
+
+
+def rho_to_epsilon(rho: float, delta: float, conversion: str = "tight") -> float:
+    """The epsilon at which ``rho``-zCDP implies ``(epsilon, delta)``-DP.
+
+    ``"simple"`` is the closed form ``rho + 2 sqrt(rho ln(1/delta))``. ``"tight"`` finds the
+    smallest epsilon whose tight delta is at most ``delta`` by bisection (delta decreases in
+    epsilon) to a relative width of 1e-13, and returns the upper end of the final bracket,
+    so the result never understates epsilon. It is 0 when ``rho`` is so small that
+    ``(0, delta)``-DP already holds.
+
+    Args:
+        rho: zCDP parameter, ``>= 0``; ``inf`` gives ``inf``.
+        delta: in (0, 1).
+        conversion: ``"tight"`` (default) or ``"simple"``.
+
+    Returns:
+        epsilon, ``>= 0``.
+
+    Raises:
+        BudgetError: a bad ``rho``, ``delta`` or ``conversion``.
+
+    Example:
+        >>> round(rho_to_epsilon(0.5, 1e-6, conversion="simple"), 6)
+        5.756522
+        >>> round(rho_to_epsilon(0.5, 1e-6), 6)
+        5.221534
+    """
+    conv = _check_conversion(conversion)
+    r = _check_nonneg("rho", rho)
+    d = _check_delta(delta)
+    if r == 0.0:
+        return 0.0
+    if math.isinf(r):
+        return math.inf
+    log_target = math.log(d)
+    simple = r + 2.0 * math.sqrt(r * -log_target)
+    if conv == "simple":
+        return simple
+    if _tight_log_delta(r, 0.0) <= log_target:
+        return 0.0
+    lo, hi = 0.0, simple
+    while _tight_log_delta(r, hi) > log_target:  # pragma: no cover - the simple bound holds
+        lo, hi = hi, 2.0 * hi
+    for _ in range(_MAX_BISECTIONS):
+        if hi - lo <= _REL_TOL * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if _tight_log_delta(r, mid) > log_target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def epsilon_to_rho(epsilon: float, delta: float, conversion: str = "tight") -> float:
+    """The largest ``rho`` such that ``rho``-zCDP implies ``(epsilon, delta)``-DP.
+
+    ``"simple"`` inverts Bun & Steinke in closed form:
+    ``rho = ln(1/delta) (sqrt(1 + epsilon / ln(1/delta)) - 1)^2``. ``"tight"`` bisects over
+    rho (delta increases in rho), starting from the simple value, which it always allows, to
+    a relative width of 1e-13 and returns the lower end of the final bracket, so the result
+    never overstates rho.
+
+    Args:
+        epsilon: ``>= 0``; ``inf`` gives ``inf``.
+        delta: in (0, 1).
+        conversion: ``"tight"`` (default) or ``"simple"``.
+
+    Returns:
+        rho, ``>= 0``.
+
+    Raises:
+        BudgetError: a bad ``epsilon``, ``delta`` or ``conversion``.
+
+    Example:
+        >>> round(epsilon_to_rho(1.0, 1e-6, conversion="simple"), 6)
+        0.017469
+        >>> epsilon_to_rho(1.0, 1e-6) > epsilon_to_rho(1.0, 1e-6, conversion="simple")
+        True
+    """
+    conv = _check_conversion(conversion)
+    e = _check_nonneg("epsilon", epsilon)
+    d = _check_delta(delta)
+    if math.isinf(e):
+        return math.inf
+    log_inv = -math.log(d)
+    x = e / log_inv
+    # sqrt(1 + x) - 1 written without cancellation.
+    simple = log_inv * (x / (math.sqrt(1.0 + x) + 1.0)) ** 2
+    if conv == "simple":
+        return simple
+    log_target = math.log(d)
+    lo = simple
+    while lo > 0.0 and _tight_log_delta(lo, e) > log_target:  # pragma: no cover - rounding
+        lo *= 0.5
+    # Grow hi until it violates the target; everything below the last success is allowed.
+    hi = 2.0 * lo if lo > 0.0 else 1e-30
+    factor = 2.0 if lo > 0.0 else 10.0
+    while _tight_log_delta(hi, e) <= log_target:
+        lo, hi = hi, hi * factor
+    for _ in range(_MAX_BISECTIONS):
+        if hi - lo <= _REL_TOL * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if _tight_log_delta(mid, e) <= log_target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def zcdp_compose(rhos: Sequence[float]) -> float:
+    """Sequential composition under zCDP: the total budget is the sum of the parts.
+
+    Args:
+        rhos: the zCDP costs of the releases, each ``>= 0`` (``inf`` allowed).
+
+    Returns:
+        Their exact floating-point sum (``math.fsum``), ``0.0`` for no releases.
+
+    Raises:
+        BudgetError: a negative, NaN or non-numeric cost.
+
+    Example:
+        >>> zcdp_compose([0.1, 0.2, 0.2])
+        0.5
+        >>> zcdp_compose([0.1, float("inf")])
+        inf
+    """
+    parts = [_check_nonneg(f"rhos[{i}]", r) for i, r in enumerate(rhos)]
+    if any(math.isinf(r) for r in parts):
+        return math.inf
+    return math.fsum(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Budget
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A zCDP budget ``rho`` and the ``(epsilon, delta)``-DP guarantee it implies.
+
+    Build it with :meth:`from_args`. When the budget is given as ``rho`` alone, epsilon is
+    reported at ``delta = DEFAULT_REPORT_DELTA = 1e-8``; pass ``delta`` to report it at
+    another delta. When it is given as ``(epsilon, delta)``, ``rho`` is the largest zCDP
+    budget that implies it under ``conversion``. ``rho = inf`` (or ``epsilon = inf``) means no
+    noise at all: a non-private test oracle, marked ``NON-PRIVATE`` when printed.
+
+    Attributes:
+        rho: total zCDP budget, ``> 0`` or ``inf``.
+        epsilon: epsilon of the implied ``(epsilon, delta)``-DP guarantee (``inf`` when
+            ``rho`` is).
+        delta: delta of that guarantee, in (0, 1).
+        conversion: ``"tight"`` (default) or ``"simple"``.
+        given: ``"rho"`` or ``"epsilon_delta"``: which of the two the user specified.
+
+    Example:
+        >>> b = Budget.from_args(epsilon=1.0, delta=1e-6, conversion="simple")
+        >>> round(b.rho, 6)
+        0.017469
+        >>> oracle = Budget.from_args(rho=float("inf"))
+        >>> oracle.non_private, oracle.epsilon
+        (True, inf)
+        >>> print(oracle)
+        NON-PRIVATE budget: rho = inf, no noise (exact counts; a test oracle)
+    """
+
+    rho: float
+    epsilon: float
+    delta: float
+    conversion: str = "tight"
+    given: str = "rho"
+
+    def __post_init__(self) -> None:
+        rho = _number("rho", self.rho)
+        epsilon = _number("epsilon", self.epsilon)
+        delta = _check_delta(self.delta)
+        conversion = _check_conversion(self.conversion)
+        if self.given not in ("rho", "epsilon_delta"):
+            raise BudgetError(f"given must be 'rho' or 'epsilon_delta', got {self.given!r}")
+        if rho <= 0.0:
+            raise BudgetError(f"rho must be positive, got {self.rho!r}")
+        if epsilon < 0.0:
+            raise BudgetError(f"epsilon must be non-negative, got {self.epsilon!r}")
+        if math.isinf(rho) != math.isinf(epsilon):
+            raise BudgetError(
+                f"rho={self.rho!r} and epsilon={self.epsilon!r} are inconsistent: exactly one "
+                "is infinite; build budgets with Budget.from_args"
+            )
+        # The guarantee reported must hold: rho-zCDP => (epsilon, delta)-DP.
+        if not math.isinf(rho) and rho_to_delta(rho, epsilon, conversion) > delta * (1 + 1e-9):
+            raise BudgetError(
+                f"rho={self.rho!r} does not imply (epsilon={self.epsilon!r}, "
+                f"delta={self.delta!r})-DP under the {conversion} conversion; "
+                "build budgets with Budget.from_args"
+            )
+        for name, value in (("rho", rho), ("epsilon", epsilon), ("delta", delta)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_args(
+        cls,
+        *,
+        rho: float | None = None,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        conversion: str = "tight",
+    ) -> Budget:
+        """Validate a user's budget: ``rho``, or ``epsilon`` together with ``delta``.
+
+        Args:
+            rho: total zCDP budget, ``> 0``; ``inf`` for no noise. With ``delta``, epsilon is
+                reported at that delta, otherwise at ``DEFAULT_REPORT_DELTA = 1e-8``.
+            epsilon: ``> 0``, with ``delta``; ``inf`` for no noise.
+            delta: in (0, 1).
+            conversion: ``"tight"`` (default) or ``"simple"``.
+
+        Returns:
+            The budget.
+
+        Raises:
+            BudgetError: both ``rho`` and ``epsilon``, neither, ``epsilon`` without ``delta``,
+                a non-positive, NaN, boolean or non-numeric value, ``delta`` outside (0, 1),
+                or an unknown conversion. The message names the value and the fix.
+
+        Warns:
+            UserWarning: a finite epsilon above ``EPSILON_WARN_THRESHOLD = 20``.
+
+        Example:
+            >>> b = Budget.from_args(rho=0.5)
+            >>> b.given, b.delta, round(b.epsilon, 4)
+            ('rho', 1e-08, 6.0862)
+        """
+        conv = _check_conversion(conversion)
+        if rho is not None and epsilon is not None:
+            raise BudgetError(
+                f"got rho={rho!r} and epsilon={epsilon!r}: "
+                "pass epsilon (with delta) or rho, not both"
+            )
+        if rho is None and epsilon is None:
+            raise BudgetError(
+                "no privacy budget given: pass rho=... (zCDP), or epsilon=... with delta=..."
+                + (f" (got only delta={delta!r})" if delta is not None else "")
+            )
+        if rho is not None:
+            r = _number("rho", rho)
+            if r <= 0.0:
+                raise BudgetError(
+                    f"rho must be positive, got {rho!r}; pass e.g. rho=0.5, "
+                    "or rho=float('inf') for exact (non-private) counts"
+                )
+            d = DEFAULT_REPORT_DELTA if delta is None else _check_delta(delta)
+            e = rho_to_epsilon(r, d, conv)
+            budget = cls(rho=r, epsilon=e, delta=d, conversion=conv, given="rho")
+        else:
+            e = _number("epsilon", epsilon)
+            if e <= 0.0:
+                raise BudgetError(
+                    f"epsilon must be positive, got {epsilon!r}; pass e.g. epsilon=1.0 with "
+                    "delta=1e-8, or epsilon=float('inf') for exact (non-private) counts"
+                )
+            if delta is None:
+                raise BudgetError(
+                    f"epsilon={epsilon!r} needs a delta: pass delta=... as well "
+                    "(far below 1/N, e.g. delta=1e-8), or pass rho=... instead"
+                )
+            d = _check_delta(delta)
+            r = epsilon_to_rho(e, d, conv)
+            budget = cls(rho=r, epsilon=e, delta=d, conversion=conv, given="epsilon_delta")
+        if math.isfinite(budget.epsilon) and budget.epsilon > EPSILON_WARN_THRESHOLD:
+            warnings.warn(
+                f"epsilon={budget.epsilon:.6g} (at delta={budget.delta:g}) is above "
+                f"{EPSILON_WARN_THRESHOLD:g}: such a release protects individuals very little",
+                UserWarning,
+                stacklevel=2,
+            )
+        return budget
+
+    @property
+    def non_private(self) -> bool:
+        """True when ``rho`` is infinite: no noise is added."""
+        return math.isinf(self.rho)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dictionary (infinities as the string ``"inf"``).
+
+        Example:
+            >>> Budget.from_args(rho=float("inf")).as_dict()["rho"]
+            'inf'
+        """
+        return {
+            "rho": _json_number(self.rho),
+            "epsilon": _json_number(self.epsilon),
+            "delta": self.delta,
+            "conversion": self.conversion,
+            "given": self.given,
+            "non_private": self.non_private,
+        }
+
+    def __str__(self) -> str:
+        if self.non_private:
+            return "NON-PRIVATE budget: rho = inf, no noise (exact counts; a test oracle)"
+        note = ""
+        if self.given == "rho" and self.delta == DEFAULT_REPORT_DELTA:
+            note = f"; delta is the default reporting delta {DEFAULT_REPORT_DELTA:g}"
+        return (
+            f"rho = {_fmt(self.rho)} zCDP => (epsilon = {_fmt(self.epsilon)}, "
+            f"delta = {self.delta:g})-DP [{self.conversion} conversion{note}]"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# sensitivity and the per-level split
+
+
+def _check_privacy(privacy: object) -> PrivacyModel:
+    if privacy == "bounded":
+        return "bounded"
+    if privacy == "unbounded":
+        return "unbounded"
+    raise SpecError(
+        f"privacy must be 'bounded' (replace one unit, total public) or 'unbounded' "
+        f"(add/remove one unit), got {privacy!r}"
+    )
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
+        raise SpecError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def level_sensitivities(
+    n_levels: int,
+    *,
+    privacy: str = "bounded",
+    contribution: int = 1,
+    distinct: bool = False,
+) -> tuple[float, ...]:
+    """L2 sensitivity of every noised level of a hierarchy (root level 0, leaves ``n_levels``).
+
+    A level's query is the histogram of counts of its cells. A privacy unit contributes at
+    most ``m = contribution`` records.
+
+    * ``"bounded"`` (neighbours replace one unit; the total N is public, so the root is not
+      noised): levels ``1..n_levels``, each ``sqrt(2) * m``: all m records move from one cell
+      to another. With ``distinct=True`` (the m records of a unit fall in m distinct *leaf*
+      cells) the leaf level gets ``sqrt(2m)``. Coarser levels keep ``sqrt(2) * m``: records
+      distinct at the leaves can share a cell above. Releasing the root unnoised is private
+      only if N is public, e.g. every unit contributes exactly m records.
+    * ``"unbounded"`` (neighbours add or remove one unit; the root is noised): levels
+      ``0..n_levels``, each ``m`` (the root holds all m records), the leaf level ``sqrt(m)``
+      with ``distinct=True``.
+
+    Args:
+        n_levels: number of levels below the root, ``>= 1``.
+        privacy: ``"bounded"`` (default) or ``"unbounded"``.
+        contribution: m, a positive integer.
+        distinct: the m records of a unit are guaranteed to be in distinct leaf cells.
+
+    Returns:
+        One sensitivity per noised level, coarsest first: ``n_levels`` values (bounded) or
+        ``n_levels + 1`` values starting with the root (unbounded).
+
+    Raises:
+        SpecError: a bad ``n_levels``, ``privacy``, ``contribution`` or ``distinct``.
+
+    Example:
+        >>> level_sensitivities(2, contribution=2, distinct=True)
+        (2.8284271247461903, 2.0)
+        >>> level_sensitivities(2, privacy="unbounded", contribution=4, distinct=True)
+        (4.0, 4.0, 2.0)
+    """
+    n = _check_positive_int("n_levels", n_levels)
+    model = _check_privacy(privacy)
+    m = _check_positive_int("contribution", contribution)
+    if not isinstance(distinct, bool):
+        raise SpecError(f"distinct must be True or False, got {distinct!r}")
+    if model == "bounded":
+        general = math.sqrt(2.0) * m
+        leaf = math.sqrt(2.0 * m) if distinct else general
+        return (general,) * (n - 1) + (leaf,)
+    general = float(m)
+    leaf = math.sqrt(m) if distinct else general
+    return (general,) * n + (leaf,)
+
+
+def split_rho(
+    rho: float, n_noised_levels: int, weights: Iterable[float] | None = None
+) -> tuple[float, ...]:
+    """Split a zCDP budget over the noised levels, uniformly or in proportion to ``weights``.
+
+    The last level gets the remainder, nudged down if needed, so the ``math.fsum`` of the
+    parts never exceeds ``rho``. An infinite ``rho`` gives infinite parts.
+
+    Args:
+        rho: total budget, ``> 0`` or ``inf``.
+        n_noised_levels: number of parts, ``>= 1``.
+        weights: optional positive finite weights, one per level (normalised here).
+
+    Returns:
+        The per-level budgets.
+
+    Raises:
+        BudgetError: a bad ``rho`` or weight, or a weight count that differs from
+            ``n_noised_levels``.
+        SpecError: a bad ``n_noised_levels``.
+
+    Example:
+        >>> split_rho(1.0, 4)
+        (0.25, 0.25, 0.25, 0.25)
+        >>> split_rho(1.0, 2, weights=[1, 3])
+        (0.25, 0.75)
+    """
+    r = _number("rho", rho)
+    if r <= 0.0:
+        raise BudgetError(f"rho must be positive, got {rho!r}")
+    n = _check_positive_int("n_noised_levels", n_noised_levels)
+    if weights is None:
+        w = [1.0] * n
+    else:
+        given = _as_list(weights, "split weights", BudgetError)
+        if len(given) != n:
+            raise BudgetError(
+                f"got {len(given)} split weights {given!r} for {n} noised levels; "
+                "pass one weight per noised level"
+            )
+        w = [_number(f"split weight {i}", x) for i, x in enumerate(given)]
+        for i, x in enumerate(w):
+            if not (x > 0.0 and math.isfinite(x)):
+                raise BudgetError(
+                    f"split weights must be positive and finite, got {given[i]!r} at position {i}"
+                )
+    if math.isinf(r):
+        return (math.inf,) * n
+    total = math.fsum(w)
+    parts = [r * x / total for x in w[:-1]]
+    last = r - math.fsum(parts)
+    while last > 0.0 and math.fsum([*parts, last]) > r:
+        last = math.nextafter(last, 0.0)
+    parts.append(last)
+    if min(parts) <= 0.0:
+        raise BudgetError(
+            f"split weights {weights!r} leave a level with no budget; make the weights less extreme"
+        )
+    return tuple(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Accounting
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """The privacy numbers of one release: per-level sensitivity, budget and noise scale.
+
+    Build it with :func:`account`. Level ``l`` gets discrete Gaussian noise of scale
+    ``sigma_l = D_l / sqrt(2 rho_l)``, which is ``rho_l``-zCDP for a query of L2 sensitivity
+    ``D_l``; the levels compose to ``sum(rho_l) = budget.rho``. ``sigma_l`` is 0.0 when the
+    budget is infinite (no noise).
+
+    Attributes:
+        budget: the total budget.
+        privacy: ``"bounded"`` or ``"unbounded"``.
+        contribution: records per privacy unit, m.
+        distinct: the m records of a unit are in distinct leaf cells.
+        level_names: names of the noised levels, coarsest first (``"root"`` first when
+            unbounded).
+        level_sensitivity: L2 sensitivity per level.
+        level_rho: zCDP budget per level.
+        level_sigma: discrete Gaussian scale per level.
+
+    Example:
+        >>> acc = account(Budget.from_args(rho=float("inf")), ["region", "province"])
+        >>> acc.level_sigma
+        (0.0, 0.0)
+        >>> print(acc)  # doctest: +NORMALIZE_WHITESPACE
+        NON-PRIVATE: rho = inf, no noise is added (exact counts; a test oracle)
+          bounded DP, contribution m = 1, distinct = False
+          level      sensitivity   rho   sigma
+          region     1.41421       inf   0
+          province   1.41421       inf   0
+    """
+
+    budget: Budget
+    privacy: str
+    contribution: int
+    distinct: bool
+    level_names: tuple[str, ...]
+    level_sensitivity: tuple[float, ...]
+    level_rho: tuple[float, ...]
+    level_sigma: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        _check_privacy(self.privacy)
+        n = len(self.level_names)
+        lengths = (len(self.level_sensitivity), len(self.level_rho), len(self.level_sigma))
+        if n == 0 or any(k != n for k in lengths):
+            raise SpecError(
+                f"an accounting needs one name, sensitivity, rho and sigma per level; got "
+                f"{n} names and {lengths[0]}, {lengths[1]}, {lengths[2]} values"
+            )
+        if self.budget.non_private:
+            if any(s != 0.0 for s in self.level_sigma):
+                raise BudgetError(f"an infinite budget adds no noise, got {self.level_sigma!r}")
+            return
+        if zcdp_compose(self.level_rho) > self.budget.rho * (1.0 + 1e-12):
+            raise BudgetError(
+                f"the level budgets {self.level_rho!r} sum to more than rho={self.budget.rho!r}"
+            )
+        for name, d, r, s in zip(
+            self.level_names, self.level_sensitivity, self.level_rho, self.level_sigma, strict=True
+        ):
+            if not (s > 0.0 and r > 0.0) or not math.isclose(
+                d * d / (2.0 * s * s), r, rel_tol=1e-9
+            ):
+                raise BudgetError(
+                    f"level {name!r}: sigma={s!r} does not give rho={r!r} for sensitivity "
+                    f"{d!r} (need rho = D^2 / (2 sigma^2)); build accountings with account()"
+                )
+
+    @property
+    def non_private(self) -> bool:
+        """True when the budget is infinite: no noise is added."""
+        return self.budget.non_private
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dictionary; infinities are written as the string ``"inf"``.
+
+        Example:
+            >>> import json
+            >>> acc = account(Budget.from_args(rho=1.0), ["a", "b"])
+            >>> json.loads(json.dumps(acc.as_dict(), allow_nan=False))["levels"][0]["rho"]
+            0.5
+        """
+        return {
+            "budget": self.budget.as_dict(),
+            "non_private": self.non_private,
+            "privacy": self.privacy,
+            "contribution": self.contribution,
+            "distinct": self.distinct,
+            "levels": [
+                {
+                    "name": name,
+                    "sensitivity": d,
+                    "rho": _json_number(r),
+                    "sigma": s,
+                }
+                for name, d, r, s in zip(
+                    self.level_names,
+                    self.level_sensitivity,
+                    self.level_rho,
+                    self.level_sigma,
+                    strict=True,
+                )
+            ],
+        }
+
+    def _rows(self) -> list[tuple[str, str, str, str]]:
+        return [
+            (name, _fmt(d), _fmt(r), _fmt(s))
+            for name, d, r, s in zip(
+                self.level_names,
+                self.level_sensitivity,
+                self.level_rho,
+                self.level_sigma,
+                strict=True,
+            )
+        ]
+
+    def _headline(self) -> str:
+        if self.non_private:
+            return "NON-PRIVATE: rho = inf, no noise is added (exact counts; a test oracle)"
+        return f"Privacy: {self.budget}"
+
+    def _model_line(self) -> str:
+        return (
+            f"{self.privacy} DP, contribution m = {self.contribution}, distinct = {self.distinct}"
+        )
+
+    def __str__(self) -> str:
+        header = ("level", "sensitivity", "rho", "sigma")
+        rows = [header, *self._rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = [self._headline(), f"  {self._model_line()}"]
+        for row in rows:
+            lines.append(
+                "  "
+                + "   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        style = ' style="color:#b00;font-weight:bold"' if self.non_private else ""
+        cells = "".join(
+            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in self._rows()
+        )
+        return (
+            f"<div><p{style}>{esc(self._headline())}</p>"
+            f"<p>{esc(self._model_line())}</p>"
+            "<table><thead><tr><th>level</th><th>sensitivity</th><th>rho</th>"
+            f"<th>sigma</th></tr></thead><tbody>{cells}</tbody></table></div>"
+        )
+
+
+def account(
+    budget: Budget,
+    level_names: Sequence[str],
+    *,
+    privacy: str = "bounded",
+    contribution: int = 1,
+    distinct: bool = False,
+    split: Iterable[float] | None = None,
+) -> Accounting:
+    """Compute sensitivity, budget and noise scale of every noised level of a hierarchy.
+
+    Args:
+        budget: the total budget.
+        level_names: names of the levels below the root, coarsest first (levels 1..n).
+            For ``privacy="unbounded"`` a level named ``"root"`` is prepended: the root count
+            is noised and gets its own share of rho.
+        privacy: ``"bounded"`` (default) or ``"unbounded"``; see :func:`level_sensitivities`.
+        contribution: records per privacy unit, m (positive integer).
+        distinct: the m records of a unit are guaranteed to be in distinct leaf cells.
+        split: optional positive weights for the per-level budgets, one per noised level
+            (``n`` bounded, ``n + 1`` unbounded, root first); uniform by default.
+
+    Returns:
+        The accounting.
+
+    Raises:
+        SpecError: empty, non-string or duplicate level names, or a bad privacy model,
+            contribution or ``distinct``.
+        BudgetError: a ``budget`` that is not a :class:`Budget`, or bad split weights.
+
+    Example:
+        >>> acc = account(Budget.from_args(rho=1.0), ["region", "province"])
+        >>> acc.level_rho, [round(s, 6) for s in acc.level_sigma]
+        ((0.5, 0.5), [1.414214, 1.414214])
+        >>> account(Budget.from_args(rho=1.0), ["region"], privacy="unbounded").level_names
+        ('root', 'region')
+    """
+    if not isinstance(budget, Budget):
+        raise BudgetError(
+            f"budget must be a Budget, got {budget!r}; build one with Budget.from_args(...)"
+        )
+    names = tuple(_as_list(level_names, "level_names", SpecError))
+    if not names:
+        raise SpecError("level_names is empty: a hierarchy needs at least one level below root")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise SpecError(f"level names must be non-empty strings, got {name!r} in {names!r}")
+    model = _check_privacy(privacy)
+    sens = level_sensitivities(
+        len(names), privacy=model, contribution=contribution, distinct=distinct
+    )
+    if model == "unbounded":
+        names = ("root", *names)
+    if len(set(names)) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise SpecError(f"level names must be unique, got {names!r} (repeated: {dupes!r})")
+    rhos = split_rho(budget.rho, len(names), split)
+    if budget.non_private:
+        sigmas: tuple[float, ...] = (0.0,) * len(names)
+    else:
+        sigmas = tuple(d / math.sqrt(2.0 * r) for d, r in zip(sens, rhos, strict=True))
+    return Accounting(
+        budget=budget,
+        privacy=model,
+        contribution=int(contribution),
+        distinct=distinct,
+        level_names=names,
+        level_sensitivity=sens,
+        level_rho=rhos,
+        level_sigma=sigmas,
+    )

@@ -1,0 +1,664 @@
+"""Tests of inftda_sql._accounting: budgets, conversions, sensitivities, per-level split."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import warnings
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inftda_sql._accounting import (
+    DEFAULT_REPORT_DELTA,
+    EPSILON_WARN_THRESHOLD,
+    Accounting,
+    Budget,
+    account,
+    epsilon_to_rho,
+    level_sensitivities,
+    rho_to_delta,
+    rho_to_epsilon,
+    split_rho,
+    zcdp_compose,
+)
+from inftda_sql._errors import BudgetError, SpecError
+
+INF = math.inf
+NAN = math.nan
+
+# log-uniform strategies over the documented range of the conversions
+rhos = st.floats(-8.0, 3.0).map(lambda x: 10.0**x)
+deltas = st.floats(-15.0, math.log10(0.5)).map(lambda x: 10.0**x)
+epsilons = st.floats(-3.0, 2.5).map(lambda x: 10.0**x)
+conversions = st.sampled_from(["tight", "simple"])
+
+
+# --------------------------------------------------------------------------------------------
+# Budget.from_args: bad input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragments"),
+    [
+        ({"rho": 1.0, "epsilon": 1.0, "delta": 1e-6}, ["rho=1.0", "epsilon=1.0", "not both"]),
+        ({"rho": INF, "epsilon": INF}, ["rho=inf", "not both"]),
+        ({}, ["no privacy budget", "rho=", "epsilon="]),
+        ({"delta": 1e-6}, ["no privacy budget", "delta=1e-06"]),
+        ({"epsilon": 1.0}, ["epsilon=1.0", "needs a delta", "delta="]),
+        ({"rho": 0.0}, ["rho must be positive", "0.0", "rho=0.5"]),
+        ({"rho": -1}, ["rho must be positive", "-1"]),
+        ({"rho": -INF}, ["rho must be positive", "-inf"]),
+        ({"rho": NAN}, ["rho", "NaN"]),
+        ({"epsilon": 0.0, "delta": 1e-6}, ["epsilon must be positive", "0.0"]),
+        ({"epsilon": -0.5, "delta": 1e-6}, ["epsilon must be positive", "-0.5"]),
+        ({"epsilon": NAN, "delta": 1e-6}, ["epsilon", "NaN"]),
+        ({"epsilon": 1.0, "delta": 0.0}, ["delta must be strictly between 0 and 1", "0.0"]),
+        ({"epsilon": 1.0, "delta": 1.0}, ["delta", "1.0", "delta=1e-8"]),
+        ({"epsilon": 1.0, "delta": -1e-9}, ["delta", "-1e-09"]),
+        ({"epsilon": 1.0, "delta": 1.5}, ["delta", "1.5"]),
+        ({"epsilon": 1.0, "delta": INF}, ["delta", "inf"]),
+        ({"epsilon": 1.0, "delta": NAN}, ["delta", "NaN"]),
+        ({"rho": 1.0, "delta": 0.0}, ["delta", "0.0"]),
+        ({"rho": 1.0, "delta": 2.0}, ["delta", "2.0"]),
+        ({"rho": "0.5"}, ["rho must be a number", "'0.5'", "str"]),
+        ({"rho": True}, ["rho must be a number", "True", "bool"]),
+        ({"rho": [0.5]}, ["rho must be a number", "[0.5]"]),
+        ({"rho": 1 + 0j}, ["rho must be a number", "(1+0j)"]),
+        ({"epsilon": False, "delta": 1e-6}, ["epsilon must be a number", "False"]),
+        ({"epsilon": "1", "delta": 1e-6}, ["epsilon must be a number", "'1'"]),
+        ({"epsilon": 1.0, "delta": True}, ["delta must be a number", "True"]),
+        ({"epsilon": 1.0, "delta": "1e-6"}, ["delta must be a number", "'1e-6'"]),
+        ({"rho": 1.0, "conversion": "exact"}, ["conversion", "'exact'", "'tight'"]),
+        ({"rho": 1.0, "conversion": None}, ["conversion", "None"]),
+    ],
+)
+def test_from_args_rejects_bad_input(kwargs: dict[str, Any], fragments: list[str]) -> None:
+    with pytest.raises(BudgetError) as info:
+        Budget.from_args(**kwargs)
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    assert isinstance(info.value, ValueError)
+
+
+def test_from_args_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Budget.from_args(1.0)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"rho": 0.5, "epsilon": 0.1, "delta": 1e-8},  # claims more than rho implies
+        {"rho": INF, "epsilon": 1.0, "delta": 1e-8},
+        {"rho": 0.5, "epsilon": INF, "delta": 1e-8},
+        {"rho": -0.5, "epsilon": 1.0, "delta": 1e-8},
+        {"rho": 0.5, "epsilon": 10.0, "delta": 1e-8, "given": "sigma"},
+        {"rho": 0.5, "epsilon": 10.0, "delta": 1e-8, "conversion": "loose"},
+    ],
+)
+def test_direct_construction_is_validated(fields: dict[str, Any]) -> None:
+    with pytest.raises(BudgetError):
+        Budget(**fields)
+
+
+# --------------------------------------------------------------------------------------------
+# Budget.from_args: good input
+
+
+def test_rho_alone_reports_at_default_delta() -> None:
+    b = Budget.from_args(rho=0.5)
+    assert b.given == "rho"
+    assert b.rho == 0.5
+    assert b.delta == DEFAULT_REPORT_DELTA == 1e-8
+    assert b.conversion == "tight"
+    assert b.epsilon == rho_to_epsilon(0.5, 1e-8)
+    assert not b.non_private
+    text = str(b)
+    assert "rho = 0.5" in text
+    assert f"epsilon = {b.epsilon:.6g}" in text
+    assert "1e-08" in text
+    assert "default reporting delta" in text
+    assert "tight" in text
+
+
+def test_rho_with_delta_reports_at_that_delta() -> None:
+    b = Budget.from_args(rho=0.5, delta=1e-6, conversion="simple")
+    assert (b.given, b.rho, b.delta, b.conversion) == ("rho", 0.5, 1e-6, "simple")
+    assert b.epsilon == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)), rel=1e-15)
+    assert "default" not in str(b)
+    assert "simple" in str(b)
+
+
+def test_epsilon_delta_budget() -> None:
+    b = Budget.from_args(epsilon=1.0, delta=1e-6)
+    assert (b.given, b.epsilon, b.delta) == ("epsilon_delta", 1.0, 1e-6)
+    assert b.rho == epsilon_to_rho(1.0, 1e-6)
+    assert b.rho > Budget.from_args(epsilon=1.0, delta=1e-6, conversion="simple").rho
+    assert "epsilon = 1," in str(b)
+
+
+@pytest.mark.parametrize("value", [1, np.float64(0.25), np.float32(0.25), Fraction(1, 4)])
+def test_numeric_types_are_accepted(value: Any) -> None:
+    b = Budget.from_args(rho=value)
+    assert b.rho == float(value)
+    assert type(b.rho) is float
+    e = Budget.from_args(epsilon=value, delta=np.float64(1e-9))
+    assert type(e.epsilon) is float and type(e.delta) is float
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rho": INF},
+        {"rho": INF, "delta": 1e-5},
+        {"epsilon": INF, "delta": 1e-8},
+        {"epsilon": INF, "delta": 1e-8, "conversion": "simple"},
+    ],
+)
+def test_infinite_budget_is_non_private_and_silent(kwargs: dict[str, Any]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = Budget.from_args(**kwargs)
+    assert b.non_private
+    assert b.rho == INF and b.epsilon == INF
+    assert "NON-PRIVATE" in str(b)
+    d = b.as_dict()
+    assert d["rho"] == "inf" and d["epsilon"] == "inf" and d["non_private"] is True
+    json.dumps(d, allow_nan=False)
+
+
+def test_large_epsilon_warns() -> None:
+    assert EPSILON_WARN_THRESHOLD == 20.0
+    with pytest.warns(UserWarning, match=r"epsilon=25 .* above 20"):
+        Budget.from_args(epsilon=25.0, delta=1e-8)
+    with pytest.warns(UserWarning, match="above 20"):
+        Budget.from_args(rho=10.0)  # epsilon ~ 30 at delta 1e-8
+
+
+def test_epsilon_at_threshold_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Budget.from_args(epsilon=20.0, delta=1e-8)
+        Budget.from_args(rho=1.0)
+
+
+def test_budget_as_dict_is_json() -> None:
+    b = Budget.from_args(epsilon=1.0, delta=1e-6)
+    d = json.loads(json.dumps(b.as_dict(), allow_nan=False))
+    assert d == {
+        "rho": b.rho,
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "conversion": "tight",
+        "given": "epsilon_delta",
+        "non_private": False,
+    }
+
+
+def test_budget_is_frozen() -> None:
+    b = Budget.from_args(rho=1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.rho = 2.0  # type: ignore[misc]
+
+
+def test_tiny_rho_gives_zero_epsilon_at_large_delta() -> None:
+    b = Budget.from_args(rho=1e-8, delta=0.5)
+    assert b.epsilon == 0.0
+    assert rho_to_delta(1e-8, 0.0) <= 0.5
+
+
+# --------------------------------------------------------------------------------------------
+# conversions
+
+
+def test_simple_conversion_reference_value() -> None:
+    # ALGORITHMS.md section 1: epsilon = 1, delta = 1e-6 gives rho = 0.017469.
+    assert round(epsilon_to_rho(1.0, 1e-6, conversion="simple"), 6) == 0.017469
+    rho = epsilon_to_rho(1.0, 1e-6, conversion="simple")
+    assert rho_to_epsilon(rho, 1e-6, conversion="simple") == pytest.approx(1.0, rel=1e-14)
+    expected = math.log(1e6) * (math.sqrt(1 + 1 / math.log(1e6)) - 1) ** 2
+    assert rho == pytest.approx(expected, rel=1e-14)
+
+
+def test_conversion_edge_values() -> None:
+    for conversion in ("tight", "simple"):
+        assert rho_to_epsilon(0.0, 1e-6, conversion) == 0.0
+        assert rho_to_epsilon(INF, 1e-6, conversion) == INF
+        assert epsilon_to_rho(INF, 1e-6, conversion) == INF
+        assert rho_to_delta(0.0, 1.0, conversion) == 0.0
+        assert rho_to_delta(INF, 1.0, conversion) == 1.0
+        assert rho_to_delta(1.0, INF, conversion) == 0.0
+    assert epsilon_to_rho(0.0, 1e-6, "simple") == 0.0
+    # rho-zCDP with a tiny rho already implies (0, delta)-DP for a moderate delta.
+    assert epsilon_to_rho(0.0, 0.1) > 0.0
+    assert rho_to_delta(epsilon_to_rho(0.0, 0.1), 0.0) <= 0.1
+
+
+@pytest.mark.parametrize(
+    ("func", "args", "fragment"),
+    [
+        (rho_to_epsilon, (-1.0, 1e-6), "rho must be non-negative"),
+        (rho_to_epsilon, (NAN, 1e-6), "NaN"),
+        (rho_to_epsilon, (1.0, 0.0), "delta"),
+        (rho_to_epsilon, (1.0, 1.0), "delta"),
+        (rho_to_epsilon, (1.0, 1e-6, "exact"), "'exact'"),
+        (epsilon_to_rho, (-1.0, 1e-6), "epsilon must be non-negative"),
+        (epsilon_to_rho, (1.0, -1e-6), "delta"),
+        (epsilon_to_rho, ("1", 1e-6), "'1'"),
+        (rho_to_delta, (1.0, -0.5), "epsilon must be non-negative"),
+        (rho_to_delta, (True, 1.0), "True"),
+        (rho_to_delta, (1.0, 1.0, "Simple"), "'Simple'"),
+    ],
+)
+def test_conversions_reject_bad_input(func: Any, args: tuple[Any, ...], fragment: str) -> None:
+    with pytest.raises(BudgetError) as info:
+        func(*args)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("rho", "delta"),
+    [(1e-300, 1e-300), (1e-20, 1e-15), (1e-8, 0.5), (1e6, 1e-300), (1e12, 0.999), (1e300, 0.5)],
+)
+def test_extreme_values_do_not_overflow(rho: float, delta: float) -> None:
+    eps = rho_to_epsilon(rho, delta)
+    assert math.isfinite(eps) and eps >= 0.0
+    assert rho_to_delta(rho, eps) <= delta * (1 + 1e-9)
+    assert eps <= rho_to_epsilon(rho, delta, conversion="simple") * (1 + 1e-12)
+    if eps > 0.0:
+        assert epsilon_to_rho(eps, delta) == pytest.approx(rho, rel=1e-9)
+
+
+# OpenDP is an independent implementation of the same tight (CKS20) bound.
+
+RHO_GRID = [1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.1, 0.5, 1.0, 10.0, 100.0, 1000.0]
+DELTA_GRID = [1e-15, 1e-10, 1e-8, 1e-6, 1e-3, 0.1, 0.5]
+EPS_GRID = [0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 200.0, 2000.0]
+
+
+def _opendp_profile(rho: float) -> Any:
+    """OpenDP's privacy profile (epsilon <-> delta) of a rho-zCDP measurement."""
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib", "honest-but-curious")
+    meas = dp.m.make_user_measurement(
+        dp.atom_domain(T=int),
+        dp.absolute_distance(T=int),
+        dp.zero_concentrated_divergence(),
+        lambda x: x,
+        lambda d_in: rho,
+    )
+    return dp.c.make_zCDP_to_approxDP(meas).map(1)
+
+
+def _close(ours: float, theirs: float, rel: float = 1e-6) -> bool:
+    return ours == theirs or math.isclose(ours, theirs, rel_tol=rel, abs_tol=1e-300)
+
+
+def test_rho_to_epsilon_matches_opendp() -> None:
+    checked = 0
+    for rho in RHO_GRID:
+        profile = _opendp_profile(rho)
+        for delta in DELTA_GRID:
+            ours, theirs = rho_to_epsilon(rho, delta), profile.epsilon(delta)
+            assert _close(ours, theirs), (rho, delta, ours, theirs)
+            checked += 1
+    assert checked >= 50
+
+
+def test_rho_to_delta_matches_opendp() -> None:
+    checked = 0
+    for rho in RHO_GRID:
+        profile = _opendp_profile(rho)
+        # epsilon = rho + c * 2 sqrt(rho): delta from about 0.5 down to about 1e-28
+        for c in (0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0):
+            eps = rho + c * 2.0 * math.sqrt(rho)
+            ours, theirs = rho_to_delta(rho, eps), profile.delta(eps)
+            if theirs < 1e-300:  # both underflow
+                assert ours < 1e-290
+            elif theirs > 0.5:
+                # OpenDP searches the order a above 1.01 only, which matters when epsilon is
+                # at most about rho (delta near 1): there we are tighter, never looser.
+                assert ours <= theirs * (1 + 1e-9), (rho, eps, ours, theirs)
+            else:
+                assert _close(ours, theirs), (rho, eps, ours, theirs)
+                checked += 1
+    assert checked >= 50
+
+
+def test_epsilon_to_rho_matches_opendp() -> None:
+    """The rho we derive from (epsilon, delta) gives back (epsilon, delta) in OpenDP."""
+    checked = 0
+    for eps in EPS_GRID:
+        for delta in DELTA_GRID:
+            rho = epsilon_to_rho(eps, delta)
+            profile = _opendp_profile(rho)
+            assert _close(profile.epsilon(delta), eps), (eps, delta, rho)
+            # never overstated: OpenDP certifies (epsilon, delta) for our rho
+            assert profile.delta(eps) <= delta * (1 + 1e-9), (eps, delta, rho)
+            assert _close(profile.delta(eps), delta), (eps, delta, rho)
+            checked += 1
+    assert checked >= 50
+
+
+@settings(max_examples=60, deadline=None)
+@given(rho=rhos, delta=deltas, conversion=conversions)
+def test_round_trip_rho_epsilon_rho(rho: float, delta: float, conversion: str) -> None:
+    eps = rho_to_epsilon(rho, delta, conversion)
+    if eps == 0.0:  # (0, delta)-DP already holds: no inverse to test
+        assert rho_to_delta(rho, 0.0) <= delta
+        return
+    assert epsilon_to_rho(eps, delta, conversion) == pytest.approx(rho, rel=1e-9)
+    assert rho_to_delta(rho, eps, conversion) <= delta * (1 + 1e-9)
+    assert rho_to_delta(rho, eps, conversion) == pytest.approx(delta, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(eps=epsilons, delta=deltas, conversion=conversions)
+def test_round_trip_epsilon_rho_epsilon(eps: float, delta: float, conversion: str) -> None:
+    rho = epsilon_to_rho(eps, delta, conversion)
+    assert rho > 0.0
+    assert rho_to_epsilon(rho, delta, conversion) == pytest.approx(eps, rel=1e-9)
+    # conservative: the derived rho never claims more than (eps, delta)
+    assert rho_to_delta(rho, eps, conversion) <= delta * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(eps=epsilons, delta=deltas)
+def test_tight_allows_more_rho_than_simple(eps: float, delta: float) -> None:
+    tight, simple = epsilon_to_rho(eps, delta), epsilon_to_rho(eps, delta, "simple")
+    assert tight >= simple
+    assert rho_to_epsilon(simple, delta) <= eps * (1 + 1e-12)
+    assert rho_to_delta(simple, eps) <= rho_to_delta(simple, eps, "simple") * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rho=rhos, delta=deltas, factor=st.floats(1.01, 100.0), conversion=conversions)
+def test_monotonicity(rho: float, delta: float, factor: float, conversion: str) -> None:
+    eps = rho_to_epsilon(rho, delta, conversion)
+    # epsilon grows with rho and shrinks with delta
+    assert rho_to_epsilon(rho * factor, delta, conversion) >= eps
+    assert rho_to_epsilon(rho, delta / factor, conversion) >= eps
+    # delta grows with rho and shrinks with epsilon
+    e = max(eps, 1e-3)
+    d = rho_to_delta(rho, e, conversion)
+    assert rho_to_delta(rho * factor, e, conversion) >= d
+    assert rho_to_delta(rho, e * factor, conversion) <= d
+    # the allowed rho grows with epsilon and delta
+    r = epsilon_to_rho(e, delta, conversion)
+    assert epsilon_to_rho(e * factor, delta, conversion) >= r
+    assert epsilon_to_rho(e, min(0.5, delta * factor), conversion) >= r
+
+
+# --------------------------------------------------------------------------------------------
+# sensitivity
+
+
+def test_bounded_sensitivities() -> None:
+    r2 = math.sqrt(2.0)
+    assert level_sensitivities(3) == (r2, r2, r2)
+    assert level_sensitivities(3, distinct=True) == (r2, r2, r2)
+    assert level_sensitivities(2, contribution=3) == (3 * r2, 3 * r2)
+    # distinct at the leaves only: coarser levels keep the general bound
+    assert level_sensitivities(3, contribution=4, distinct=True) == (4 * r2, 4 * r2, math.sqrt(8))
+    assert level_sensitivities(1, contribution=2, distinct=True) == (2.0,)
+
+
+def test_unbounded_sensitivities() -> None:
+    assert level_sensitivities(2, privacy="unbounded") == (1.0, 1.0, 1.0)
+    assert level_sensitivities(2, privacy="unbounded", contribution=3) == (3.0, 3.0, 3.0)
+    assert level_sensitivities(2, privacy="unbounded", contribution=4, distinct=True) == (
+        4.0,
+        4.0,
+        2.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"n_levels": 0}, "n_levels must be a positive integer, got 0"),
+        ({"n_levels": -2}, "got -2"),
+        ({"n_levels": 1.5}, "got 1.5"),
+        ({"n_levels": True}, "got True"),
+        ({"n_levels": "2"}, "got '2'"),
+        ({"n_levels": 2, "privacy": "add-remove"}, "'add-remove'"),
+        ({"n_levels": 2, "contribution": 0}, "contribution must be a positive integer, got 0"),
+        ({"n_levels": 2, "contribution": 2.0}, "got 2.0"),
+        ({"n_levels": 2, "contribution": False}, "got False"),
+        ({"n_levels": 2, "distinct": "yes"}, "distinct must be True or False, got 'yes'"),
+    ],
+)
+def test_level_sensitivities_rejects_bad_input(kwargs: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(SpecError) as info:
+        level_sensitivities(**kwargs)
+    assert fragment in str(info.value)
+
+
+def test_numpy_integers_are_accepted() -> None:
+    n, m = np.int64(2), np.int32(2)
+    assert level_sensitivities(n, contribution=m) == (2 * math.sqrt(2),) * 2  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# split
+
+
+def test_uniform_split() -> None:
+    assert split_rho(1.0, 4) == (0.25, 0.25, 0.25, 0.25)
+    parts = split_rho(1.0, 3)
+    assert len(parts) == 3 and math.fsum(parts) <= 1.0
+    assert parts == pytest.approx((1 / 3,) * 3, rel=1e-15)
+    assert split_rho(INF, 2) == (INF, INF)
+
+
+def test_weighted_split() -> None:
+    assert split_rho(2.0, 3, weights=[1, 1, 2]) == (0.5, 0.5, 1.0)
+    assert split_rho(1.0, 2, weights=np.array([1.0, 3.0])) == (0.25, 0.75)
+    assert split_rho(1.0, 2, weights=(0.2, 0.2)) == (0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("rho", "n", "weights", "error", "fragment"),
+    [
+        (1.0, 2, [1.0], BudgetError, "got 1 split weights [1.0] for 2 noised levels"),
+        (1.0, 2, [1.0, 0.0], BudgetError, "positive and finite, got 0.0 at position 1"),
+        (1.0, 2, [-1.0, 1.0], BudgetError, "got -1.0 at position 0"),
+        (1.0, 2, [1.0, INF], BudgetError, "got inf"),
+        (1.0, 2, [1.0, NAN], BudgetError, "NaN"),
+        (1.0, 2, [1.0, "a"], BudgetError, "'a'"),
+        (1.0, 2, "ab", BudgetError, "split weights must be a sequence, got 'ab'"),
+        (1.0, 2, 3.0, BudgetError, "got 3.0"),
+        (0.0, 2, None, BudgetError, "rho must be positive, got 0.0"),
+        (NAN, 2, None, BudgetError, "NaN"),
+        (1.0, 0, None, SpecError, "n_noised_levels must be a positive integer, got 0"),
+    ],
+)
+def test_split_rejects_bad_input(
+    rho: float, n: int, weights: Any, error: type[Exception], fragment: str
+) -> None:
+    with pytest.raises(error) as info:
+        split_rho(rho, n, weights)
+    assert fragment in str(info.value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rho=rhos,
+    weights=st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=12),
+)
+def test_split_sums_to_rho_and_is_proportional(rho: float, weights: list[float]) -> None:
+    parts = split_rho(rho, len(weights), weights)
+    assert math.fsum(parts) <= rho
+    assert math.fsum(parts) == pytest.approx(rho, rel=1e-14)
+    total = math.fsum(weights)
+    for part, w in zip(parts, weights, strict=True):
+        assert part > 0.0
+        assert part == pytest.approx(rho * w / total, rel=1e-9)
+
+
+def test_zcdp_compose() -> None:
+    assert zcdp_compose([]) == 0.0
+    assert zcdp_compose([0.1, 0.2, 0.2]) == 0.5
+    assert zcdp_compose(split_rho(0.7, 7)) == pytest.approx(0.7, rel=1e-15)
+    assert zcdp_compose([0.1, INF]) == INF
+    with pytest.raises(BudgetError, match=r"rhos\[1\] must be non-negative, got -0.1"):
+        zcdp_compose([0.1, -0.1])
+
+
+# --------------------------------------------------------------------------------------------
+# account / Accounting
+
+
+def test_account_bounded() -> None:
+    names = ["o_region|d_region", "o_province|d_province", "o_muni|d_muni"]
+    acc = account(Budget.from_args(rho=0.9), names, contribution=2, distinct=True)
+    assert acc.level_names == tuple(names)
+    assert acc.privacy == "bounded" and acc.contribution == 2 and acc.distinct
+    assert acc.level_sensitivity == level_sensitivities(3, contribution=2, distinct=True)
+    assert acc.level_rho == pytest.approx((0.3, 0.3, 0.3), rel=1e-15)
+    assert math.fsum(acc.level_rho) == pytest.approx(0.9, rel=1e-15)
+    assert math.fsum(acc.level_rho) <= 0.9
+    for d, r, s in zip(acc.level_sensitivity, acc.level_rho, acc.level_sigma, strict=True):
+        assert s == d / math.sqrt(2 * r)
+        assert d**2 / (2 * s**2) == pytest.approx(r, rel=1e-14)
+    assert acc.level_sigma[0] == pytest.approx(2 * math.sqrt(2) / math.sqrt(0.6))
+    assert acc.level_sigma[2] == pytest.approx(2 / math.sqrt(0.6))
+
+
+def test_account_unbounded_noises_the_root() -> None:
+    acc = account(
+        Budget.from_args(rho=1.0), ["region", "province"], privacy="unbounded", split=[2, 1, 1]
+    )
+    assert acc.level_names == ("root", "region", "province")
+    assert acc.level_sensitivity == (1.0, 1.0, 1.0)
+    assert acc.level_rho == (0.5, 0.25, 0.25)
+    assert acc.level_sigma == pytest.approx((1.0, math.sqrt(2.0), math.sqrt(2.0)), rel=1e-15)
+    uniform = account(Budget.from_args(rho=1.0), ["region"], privacy="unbounded")
+    assert uniform.level_rho == (0.5, 0.5)
+
+
+def test_account_split_needs_one_weight_per_noised_level() -> None:
+    budget = Budget.from_args(rho=1.0)
+    with pytest.raises(BudgetError, match=r"got 2 split weights .* for 3 noised levels"):
+        account(budget, ["a", "b"], privacy="unbounded", split=[1, 1])
+    assert account(budget, ["a", "b"], split=[1, 3]).level_rho == (0.25, 0.75)
+
+
+@pytest.mark.parametrize(
+    ("names", "kwargs", "fragment"),
+    [
+        ([], {}, "level_names is empty"),
+        ("region", {}, "level_names must be a sequence, got 'region'"),
+        (["a", "a"], {}, "unique"),
+        (["root", "a"], {"privacy": "unbounded"}, "repeated: ['root']"),
+        (["a", 3], {}, "got 3"),
+        (["a", ""], {}, "got ''"),
+        (["a"], {"privacy": "replace"}, "'replace'"),
+        (["a"], {"contribution": 0}, "contribution"),
+    ],
+)
+def test_account_rejects_bad_specs(names: Any, kwargs: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(SpecError) as info:
+        account(Budget.from_args(rho=1.0), names, **kwargs)
+    assert fragment in str(info.value)
+
+
+def test_account_needs_a_budget() -> None:
+    with pytest.raises(BudgetError, match=r"budget must be a Budget, got 0.5; .*from_args"):
+        account(0.5, ["a"])  # type: ignore[arg-type]
+
+
+def test_accounting_non_private() -> None:
+    acc = account(Budget.from_args(rho=INF), ["a", "b"], privacy="unbounded")
+    assert acc.non_private
+    assert acc.level_rho == (INF, INF, INF)
+    assert acc.level_sigma == (0.0, 0.0, 0.0)
+    assert str(acc).startswith("NON-PRIVATE")
+    assert "NON-PRIVATE" in acc._repr_html_()
+    d = json.loads(json.dumps(acc.as_dict(), allow_nan=False))
+    assert d["non_private"] is True
+    assert d["budget"]["rho"] == "inf"
+    assert [lvl["rho"] for lvl in d["levels"]] == ["inf"] * 3
+    assert [lvl["sigma"] for lvl in d["levels"]] == [0.0] * 3
+
+
+def test_accounting_as_dict() -> None:
+    acc = account(Budget.from_args(epsilon=1.0, delta=1e-6), ["a", "b"], contribution=2)
+    d = json.loads(json.dumps(acc.as_dict(), allow_nan=False))
+    assert d["budget"] == acc.budget.as_dict()
+    assert (d["privacy"], d["contribution"], d["distinct"], d["non_private"]) == (
+        "bounded",
+        2,
+        False,
+        False,
+    )
+    assert d["levels"] == [
+        {"name": n, "sensitivity": s, "rho": r, "sigma": g}
+        for n, s, r, g in zip(
+            acc.level_names, acc.level_sensitivity, acc.level_rho, acc.level_sigma, strict=True
+        )
+    ]
+
+
+def test_accounting_str_and_html() -> None:
+    acc = account(Budget.from_args(rho=0.5), ["o_region|d_region", "o_muni|d_muni"])
+    text = str(acc)
+    assert "NON-PRIVATE" not in text
+    lines = text.splitlines()
+    assert "rho = 0.5 zCDP" in lines[0]
+    assert f"epsilon = {acc.budget.epsilon:.6g}" in lines[0]
+    assert "delta = 1e-08" in lines[0] and "tight" in lines[0]
+    assert "bounded DP" in lines[1] and "m = 1" in lines[1]
+    assert lines[2].split() == ["level", "sensitivity", "rho", "sigma"]
+    assert lines[3].split() == ["o_region|d_region", "1.41421", "0.25", "2"]
+    assert lines[4].split() == ["o_muni|d_muni", "1.41421", "0.25", "2"]
+    page = acc._repr_html_()
+    assert page.count("<tr>") == 3
+    assert "<td>o_region|d_region</td><td>1.41421</td><td>0.25</td><td>2</td>" in page
+    escaped = account(Budget.from_args(rho=0.5), ["<b>"])._repr_html_()
+    assert "&lt;b&gt;" in escaped and "<b>" not in escaped
+
+
+def test_accounting_direct_construction_is_checked() -> None:
+    acc = account(Budget.from_args(rho=1.0), ["a", "b"])
+    with pytest.raises(BudgetError, match="sum to more than"):
+        dataclasses.replace(acc, level_rho=(0.6, 0.6))
+    with pytest.raises(BudgetError, match="does not give rho"):
+        dataclasses.replace(acc, level_sigma=(1.0, 1.0))
+    with pytest.raises(SpecError, match="one name, sensitivity, rho and sigma per level"):
+        dataclasses.replace(acc, level_names=("a",))
+    oracle = account(Budget.from_args(rho=INF), ["a"])
+    with pytest.raises(BudgetError, match="no noise"):
+        dataclasses.replace(oracle, level_sigma=(1.0,))
+    assert isinstance(dataclasses.replace(acc), Accounting)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    rho=st.floats(-8.0, 0.0).map(lambda x: 10.0**x),  # epsilon stays below the warning
+    n=st.integers(1, 8),
+    privacy=st.sampled_from(["bounded", "unbounded"]),
+    m=st.integers(1, 20),
+    distinct=st.booleans(),
+)
+def test_account_invariants(rho: float, n: int, privacy: str, m: int, distinct: bool) -> None:
+    acc = account(
+        Budget.from_args(rho=rho),
+        [f"level{i}" for i in range(1, n + 1)],
+        privacy=privacy,
+        contribution=m,
+        distinct=distinct,
+    )
+    k = n + (privacy == "unbounded")
+    assert len(acc.level_names) == len(acc.level_rho) == len(acc.level_sigma) == k
+    assert math.fsum(acc.level_rho) <= rho
+    assert math.fsum(acc.level_rho) == pytest.approx(rho, rel=1e-14)
+    for d, r, s in zip(acc.level_sensitivity, acc.level_rho, acc.level_sigma, strict=True):
+        assert d**2 / (2 * s**2) == pytest.approx(r, rel=1e-12)
