@@ -1,0 +1,9 @@
+"""``python -m inftda_sql`` runs the command line."""
+
+from __future__ import annotations
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

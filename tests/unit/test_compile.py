@@ -1,0 +1,80 @@
+"""Golden SQL: the compiled text for a few hierarchy specs, compared with files and executed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from inftda_sql import SpecError, _compile
+from inftda_sql._spec import parse_hierarchy
+from inftda_sql._sql import template
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+NAMES = _compile.TempNames("__inftda_t_")
+OD = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]], "destination")
+
+
+def _compiled_od() -> str:
+    sizes = [(1, 2, 3), (1, 2, 3, 4)]
+    parts = [
+        _compile.codes(NAMES, 0, OD.chains[0], '"geo_o"'),
+        _compile.codes(NAMES, 1, OD.chains[1], '"geo_d"'),
+        _compile.leaf_counts(NAMES, OD, '"od"', "n", True),
+        _compile.leaf_codes(NAMES, OD),
+        *(
+            _compile.level_counts(NAMES, OD, lv, _compile.key_strides(OD, lv, sizes))
+            for lv in range(1, OD.n_levels + 1)
+        ),
+        _compile.write_output(NAMES, OD, '"out"'),
+        _compile.levels_view(OD, '"out_levels"', '"out"'),
+    ]
+    return ";\n\n".join(p.strip() for p in parts) + ";\n"
+
+
+def test_od_destination_sql_matches_golden() -> None:
+    got = _compiled_od()
+    path = GOLDEN / "od_destination.sql"
+    assert got == path.read_text(encoding="utf-8"), (
+        "compiled SQL changed; if intended, regenerate with "
+        "`python -m tests.unit.test_compile` and review the diff"
+    )
+
+
+def test_golden_sql_executes(con: duckdb.DuckDBPyConnection) -> None:
+    from tests.system.helpers import make_od
+
+    make_od(con)
+    statements = [s for s in _compiled_od().split(";\n\n") if s.strip()]
+    for stmt in statements[:4]:
+        con.execute(stmt).fetchall()
+    level_rows = [con.execute(s).fetchall() for s in statements[4:9]]
+    assert [sum(n for _, n in lv) for lv in level_rows] == [23] * 5
+    # the finest level has one key per distinct leaf pair
+    assert len(level_rows[-1]) == 5
+    con.execute(
+        'CREATE TEMP TABLE "__inftda_t_released" AS SELECT __c0_d2 AS __leaf0, '
+        '__c1_d3 AS __leaf1, n AS "count" FROM "__inftda_t_keys"'
+    ).fetchall()
+    con.execute(statements[9]).fetchall()
+    con.execute(statements[10]).fetchall()
+    assert con.execute("SELECT sum(count) FROM out").fetchall() == [(23,)]
+    assert con.execute("SELECT DISTINCT level FROM out_levels ORDER BY 1").fetchall() == [
+        (i,) for i in range(6)
+    ]
+
+
+def test_key_strides_refuse_overflow() -> None:
+    spec = parse_hierarchy([["a"], ["b"], ["c"]])
+    with pytest.raises(SpecError, match="64-bit"):
+        _compile.key_strides(spec, 3, [(1, 2**21), (1, 2**21), (1, 2**21)])
+
+
+def test_templates_ship_as_package_data() -> None:
+    for name in ("codes", "leaf_counts", "level_counts", "write_output", "levels_view", "ledger"):
+        assert template(name).strip()
+
+
+if __name__ == "__main__":
+    (GOLDEN / "od_destination.sql").write_text(_compiled_od(), encoding="utf-8")
