@@ -1,5 +1,51 @@
-"""inftda_sql: differentially private hierarchical counts, written back into DuckDB."""
+"""inftda_sql: differentially private hierarchical counts, written back into DuckDB.
+
+The package is organised as the pipeline of a release:
+
+* **specifying the privacy guarantee**: :class:`Budget` (rho-zCDP, or (epsilon, delta) converted
+  to rho) and :class:`Accounting` (per-level sensitivity, rho and sigma) -- ``_accounting.py``;
+* **noise**: :func:`sample_discrete_gaussian`, exact up to a proven 2**-64 statistical distance,
+  from the operating system's CSPRNG by default -- ``_noise.py``;
+* **post-processing**: :func:`intopt`, the integer Chebyshev projection of InfTDA, vectorised over
+  many parents -- ``_intopt.py``;
+* **releasing a table**: :func:`release` compiles the hierarchy into DuckDB SQL (``sql/``), runs the
+  TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``.
+
+Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._accounting import Accounting, Budget
+from ._errors import (
+    BudgetError,
+    BudgetExceededError,
+    DomainError,
+    InftdaError,
+    InputDataError,
+    InternalError,
+    OutputExistsError,
+    SpecError,
+)
+from ._intopt import intopt
+from ._noise import sample_discrete_gaussian
+from ._release import Release, release
+from ._version import __version__
+
+__all__ = [
+    "Accounting",
+    "Budget",
+    "BudgetError",
+    "BudgetExceededError",
+    "DomainError",
+    "InftdaError",
+    "InputDataError",
+    "InternalError",
+    "OutputExistsError",
+    "Release",
+    "SpecError",
+    "__version__",
+    "intopt",
+    "release",
+    "sample_discrete_gaussian",
+]

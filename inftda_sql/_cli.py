@@ -88,11 +88,14 @@ def _demo(args: argparse.Namespace) -> int:
         progress=_progress(not args.quiet),
     )
     print(r)
+    o_mun, d_mun = con.execute(
+        "SELECT o_mun, d_mun FROM trips_private WHERE o_mun <> d_mun ORDER BY count DESC, o_mun, d_mun LIMIT 1"
+    ).fetchall()[0]
     con.close()
     print(f"""
 Try it (duckdb {db}):
-  -- a leaf lookup: trips from municipality 1001 to 1002
-  SELECT * FROM trips_private WHERE o_mun = 1001 AND d_mun = 1002;
+  -- a leaf lookup: trips from municipality {o_mun} to {d_mun}
+  SELECT * FROM trips_private WHERE o_mun = {o_mun} AND d_mun = {d_mun};
   -- a join with the geography table: the 10 largest flows with their names
   SELECT g.name AS origin, h.name AS destination, p.count FROM trips_private p
     JOIN geo g ON g.municipality = p.o_mun JOIN geo h ON h.municipality = p.d_mun
@@ -105,6 +108,7 @@ Try it (duckdb {db}):
 _RELEASE_KEYS = {
     "hierarchy", "domain", "tree", "rho", "epsilon", "delta", "conversion", "privacy",
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
+    "domain_from_data",
 }  # fmt: skip
 
 
@@ -132,6 +136,8 @@ def _release(args: argparse.Namespace) -> int:
         options["overwrite"] = True
     if args.distinct:
         options["distinct"] = True
+    if args.domain_from_data:
+        options["domain_from_data"] = True
     if "hierarchy" not in options:
         raise _UsageError("release: --hierarchy is required (e.g. --hierarchy region,province,mun)")
     con = _open(args.db, must_exist=True)
@@ -211,6 +217,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--overwrite", action="store_true")
     r.add_argument("--mechanism", choices=list(MECHANISMS))
     r.add_argument("--seed", type=int, help="TESTS ONLY: reproducible, non-private noise")
+    r.add_argument("--domain-from-data", action="store_true",
+                   help="NOT PRIVATE: take categories from the data (recorded in the ledger)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=_release)
 

@@ -57,8 +57,8 @@ def italy_like(
 
     Args:
         con: the DuckDB connection to write into.
-        scale: 1.0 gives ~7,900 municipalities, ~500K pairs and 28.8M trips; smaller values
-            shrink municipalities, pairs and trips proportionally (regions stay 20).
+        scale: 1.0 gives ~500K O/D pairs and 28.8M trips; other values scale pairs and trips
+            proportionally. The geography is always 20 > 107 > 7,900.
         seed: seed of the generator (synthetic data is reproducible).
         microdata: one row per trip (``trips``) if True, else one row per pair with a ``n``
             column.
@@ -79,11 +79,9 @@ def italy_like(
     if not (0 < scale <= 4):
         raise SpecError(f"scale must be in (0, 4], got {scale!r}")
     rng = np.random.default_rng(seed)
-    n_regions = 20
-    n_prov = max(n_regions, round(107 * min(1.0, max(scale, 0.2))))
-    n_mun = max(n_prov * 2, round(7900 * scale))
-    n_pairs = max(n_mun * 2, round(500_000 * scale))
-    total_trips = max(n_pairs, round(28_800_000 * scale))
+    n_regions, n_prov, n_mun = 20, 107, 7900  # the geography is always Italy-shaped
+    n_pairs = max(1000, round(500_000 * scale))
+    total_trips = max(2 * n_pairs, round(28_800_000 * scale))
 
     prov_per_region = _split(rng, n_prov, n_regions, 2.0)
     mun_per_prov = _split(rng, n_mun, n_prov, 1.0)
