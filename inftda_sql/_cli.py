@@ -7,6 +7,7 @@ the traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import tomllib
@@ -64,19 +65,33 @@ def _chains(values: Sequence[str]) -> list[list[str]] | list[str]:
     return chains[0] if len(chains) == 1 else chains
 
 
+_DEMO_MARKER = "inftda_demo"
+
+
+def _is_demo_file(path: Path) -> bool:
+    """True if ``path`` is a DuckDB file an earlier demo made (safe to rebuild)."""
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            return bool(con.execute("SELECT count(*) FROM information_schema.tables "
+                                    "WHERE table_name = $t", {"t": _DEMO_MARKER}).fetchall()[0][0])
+    except duckdb.Error:
+        return False
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .synthetic import italy_like
 
     db = Path(args.db)
     if db.exists():
-        if not args.overwrite:
-            raise InftdaError(f"{str(db)!r} already exists; pass --overwrite to rebuild it or "
-                              "--db to choose another file")
+        if not (args.overwrite or _is_demo_file(db)):
+            raise InftdaError(f"{str(db)!r} exists and was not made by `inftda-sql demo`; pass "
+                              "--overwrite to replace it or --db to choose another file")
         db.unlink()
         Path(str(db) + ".wal").unlink(missing_ok=True)
     con = duckdb.connect(str(db))
     t0 = time.perf_counter()
     data = italy_like(con, scale=args.scale, seed=args.data_seed)
+    con.execute(f"CREATE TABLE {_DEMO_MARKER} AS SELECT 'made by inftda-sql demo' AS note").fetchall()
     print(f"created {db}: geography '{data.geo}' (20 regions, "
           f"{con.execute(f'SELECT count(DISTINCT province) FROM {data.geo}').fetchall()[0][0]} provinces, "
           f"{con.execute(f'SELECT count(*) FROM {data.geo}').fetchall()[0][0]:,} municipalities) and "
@@ -193,7 +208,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--epsilon", type=float, default=1.0)
     d.add_argument("--delta", type=float, default=1e-8)
     d.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data")
-    d.add_argument("--overwrite", action="store_true", help="rebuild an existing demo file")
+    d.add_argument("--overwrite", action="store_true", help="replace an existing file that no demo made")
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_demo)
 
@@ -235,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         return int(args.func(args))
+    except BrokenPipeError:  # output piped into `head` and closed: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except _UsageError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -21,14 +21,15 @@ from ._sql import ident, render
 
 __all__ = [
     "TempNames",
-    "codes",
+    "ancestors",
+    "bad_path",
+    "domain_paths",
     "key_strides",
     "leaf_codes",
     "leaf_counts",
     "level_counts",
     "levels_view",
     "nesting_check",
-    "outside_domain",
     "write_output",
 ]
 
@@ -78,19 +79,28 @@ def depth_code(depth: int) -> str:
     return f"__d{depth}"
 
 
-def codes(names: TempNames, chain_index: int, chain: Sequence[str], domain_sql: str) -> str:
-    """Code table of one chain: its domain paths and a dense code per depth."""
-    ranks = ", ".join(
-        f"(dense_rank() OVER (ORDER BY {_cols(chain[:d])}) - 1)::BIGINT AS {depth_code(d)}"
-        for d in range(1, len(chain) + 1)
+def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) -> str:
+    """The distinct paths of a chain's domain, cast to the input's ``types``, sorted."""
+    casts = ", ".join(
+        f"CAST({ident(c)} AS {t}) AS {ident(c)}" for c, t in zip(chain, types, strict=True)
     )
-    return render(
-        "codes",
-        codes=ident(names.codes(chain_index)),
-        cols=_cols(chain),
-        ranks=ranks,
-        domain=domain_sql,
-    )
+    return render("domain_paths", casts=casts, domain=domain_sql)
+
+
+def ancestors(spec: TreeSpec) -> list[str]:
+    """All non-leaf hierarchy columns, chain after chain (the order of the path hash)."""
+    return [col for chain in spec.chains for col in chain[:-1]]
+
+
+def _path_hash(
+    cols: Sequence[str], alias: dict[str, str] | None = None, as_varchar: frozenset[str] = frozenset()
+) -> str:
+    if not cols:
+        return "0::UBIGINT"
+    alias = alias or {}
+    terms = [alias.get(c, "") + ident(c) for c in cols]
+    terms = [f"CAST({t} AS VARCHAR)" if c in as_varchar else t for c, t in zip(cols, terms, strict=True)]
+    return "hash(" + ", ".join(terms) + ")"
 
 
 def nesting_check(codes_table: str, parent: str, child: str) -> str:
@@ -101,9 +111,17 @@ def nesting_check(codes_table: str, parent: str, child: str) -> str:
 
 
 def leaf_counts(
-    names: TempNames, spec: TreeSpec, input_sql: str, count: str | None, count_is_integer: bool
+    names: TempNames,
+    spec: TreeSpec,
+    input_sql: str,
+    count: str | None,
+    count_is_integer: bool,
+    as_varchar: frozenset[str] = frozenset(),
 ) -> str:
-    """The single scan of the private input, aggregated to distinct hierarchy paths."""
+    """The single scan of the private input, grouped by the leaf column of every chain.
+
+    ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR.
+    """
     if count is None:
         parts = {
             "count_sum": "count(*)::BIGINT",
@@ -116,36 +134,55 @@ def leaf_counts(
         parts = {
             "count_sum": f"sum({n})::BIGINT" if count_is_integer else f"sum({n})::DOUBLE",
             "count_min": f"min({n})",
-            "count_frac": "false" if count_is_integer else f"coalesce(bool_or({n} <> trunc({n})), false)",
+            "count_frac": "false"
+            if count_is_integer
+            else f"coalesce(bool_or({n} <> trunc({n})), false)",
             "count_nulls": f"count(*) FILTER ({n} IS NULL)",
         }
-    return render("leaf_counts", leaf=ident(names.leaf), cols=_cols(spec.columns), input=input_sql, **parts)
-
-
-def outside_domain(names: TempNames, chain_index: int, chain: Sequence[str]) -> str:
-    """A query returning one input path of a chain that the domain does not list, if any."""
+    path = _path_hash(ancestors(spec), as_varchar=as_varchar)
     return render(
-        "outside_domain",
-        cols=_cols(chain),
+        "leaf_counts",
         leaf=ident(names.leaf),
+        leaf_cols=_cols(spec.leaf_columns),
+        input=input_sql,
+        path_min=f"min({path})",
+        path_max=f"max({path})",
+        **parts,
+    )
+
+
+def bad_path(
+    names: TempNames, chain_index: int, chain: Sequence[str], input_sql: str
+) -> str:
+    """Diagnostics: an input path of a chain, for the leaf value ``$leaf``, not in the domain."""
+    return render(
+        "bad_path",
+        cols=_cols(chain),
+        input=input_sql,
+        leaf_match=f"{ident(chain[-1])} = $leaf",
         codes=ident(names.codes(chain_index)),
     )
 
 
 def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
-    """Replace the input paths by the codes of every depth of every chain."""
+    """Replace the leaf values by the codes of every depth of every chain; check the paths."""
     code_cols = []
     joins = []
+    alias: dict[str, str] = {}
     for c, chain in enumerate(spec.chains):
-        alias = f"c{c}"
+        a = f"c{c}"
         for d in range(1, len(chain) + 1):
-            code_cols.append(f"{alias}.{depth_code(d)} AS {ident(f'__c{c}_d{d}')}")
-        joins.append(f"JOIN {ident(names.codes(c))} AS {alias} USING ({_cols(chain)})")
+            code_cols.append(f"{a}.{depth_code(d)} AS {ident(f'__c{c}_d{d}')}")
+        leaf = ident(chain[-1])
+        joins.append(f"LEFT JOIN {ident(names.codes(c))} AS {a} ON {a}.{leaf} = l.{leaf}")
+        alias.update({col: f"{a}." for col in chain})
     return render(
         "leaf_codes",
         keys=ident(names.keys),
         leaf=ident(names.leaf),
         code_cols=", ".join(code_cols),
+        expected=_path_hash(ancestors(spec), alias),
+        leaf_cols=_cols(spec.leaf_columns, "l"),
         joins="\n".join(joins),
     )
 
@@ -154,12 +191,16 @@ def key_strides(spec: TreeSpec, level: int, sizes: Sequence[Sequence[int]]) -> t
     """Mixed-radix strides of a level's cell key: ``key = sum(code[c] * stride[c])``.
 
     ``sizes[c][d]`` is the number of depth-``d`` nodes of chain ``c`` (``sizes[c][0] == 1``).
-    Chains not yet refined (depth 0) have code 0 and contribute nothing.
+    The chain the level refines is the least significant digit (stride 1), so the children of
+    one parent occupy one contiguous key range: the engine finds their true counts with two
+    binary searches per parent instead of one per child.
     """
     depths = spec.levels[level]
+    refined = spec.refined_chain(level) if level > 0 else len(depths) - 1
+    order = [c for c in range(len(depths)) if c != refined] + [refined]
     strides = [0] * len(depths)
     stride = 1
-    for c in reversed(range(len(depths))):
+    for c in reversed(order):
         strides[c] = stride
         stride *= sizes[c][depths[c]]
     if stride > _INT64_KEY_LIMIT:

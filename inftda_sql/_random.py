@@ -35,6 +35,10 @@ class RandomSource(Protocol):
         """Return ``n`` independent uniform words in [0, 2**64)."""
         ...
 
+    def spawn(self, n: int) -> list[RandomSource]:
+        """``n`` independent sources for parallel work (deterministic for a seeded source)."""
+        ...
+
 
 class CSPRNGSource:
     """Uniform 64-bit words from the operating system's CSPRNG (the default)."""
@@ -50,6 +54,10 @@ class CSPRNGSource:
             stop = min(8 * n, start + 8 * _URANDOM_CHUNK_WORDS)
             view[start:stop] = np.frombuffer(os.urandom(stop - start), dtype=np.uint8)
         return out
+
+    def spawn(self, n: int) -> list[RandomSource]:
+        # The OS CSPRNG is stateless and thread-safe: every "child" is the CSPRNG itself.
+        return [self] * n
 
     def __repr__(self) -> str:
         return "CSPRNGSource()"
@@ -68,6 +76,9 @@ class SeededSource:
 
     def words(self, n: int) -> npt.NDArray[np.uint64]:
         return self._gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+    def spawn(self, n: int) -> list[RandomSource]:
+        return [SeededSource(g) for g in self._gen.spawn(n)]
 
     def __repr__(self) -> str:
         return "SeededSource(...)"

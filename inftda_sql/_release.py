@@ -20,8 +20,9 @@ import numpy as np
 
 from . import _compile
 from ._accounting import Accounting, Budget, account
+from ._domain import build_chain
 from ._catalog import Source, check_domain_types, drop_temp, object_kind, resolve_source, type_family
-from ._errors import DomainError, InputDataError, OutputExistsError, SpecError
+from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
 from ._random import as_source
 from ._spec import TreeSpec, parse_hierarchy
 from ._sql import arrow, ident, rows, run, scalar
@@ -149,21 +150,9 @@ def _check_int(name: str, value: object, minimum: int) -> int:
     return int(value)
 
 
-def _chain_tree(con: duckdb.DuckDBPyConnection, codes_table: str, depth: int) -> ChainTree:
-    """Parent code of every node, depth by depth, from a chain's code table."""
-    cols = ", ".join(_compile.depth_code(d) for d in range(1, depth + 1))
-    tab = arrow(con, f"SELECT DISTINCT {cols} FROM {ident(codes_table)} ORDER BY {cols}")
-    parents = []
-    for d in range(1, depth + 1):
-        this = tab.column(_compile.depth_code(d)).to_numpy()
-        if d == 1:
-            par = np.zeros(int(this.max()) + 1 if this.size else 0, dtype=np.int64)
-        else:
-            above = tab.column(_compile.depth_code(d - 1)).to_numpy()
-            par = np.zeros(int(this.max()) + 1, dtype=np.int64)
-            par[this] = above
-        parents.append(par)
-    return ChainTree.from_parents(parents)
+def _join_type(duck_type: str) -> str:
+    """The type domain values are cast to: the input's, but ENUMs compare as VARCHAR."""
+    return "VARCHAR" if duck_type.upper().startswith("ENUM") else duck_type
 
 
 def _example(values: Sequence[object], cols: Sequence[str]) -> str:
@@ -291,7 +280,7 @@ def release(
     run(con, "ROLLBACK")
 
     sources: list[Source] = []
-    temp_tables = [names.codes(c) for c in range(len(spec.chains))] + [names.leaf, names.keys]
+    temp_tables = [names.leaf, names.keys]
     try:
         t0 = time.perf_counter()
         inp = resolve_source(con, table, role="input table", temp_name=names.input)
@@ -314,6 +303,7 @@ def release(
                 raise SpecError(f"count column {count!r} is also a hierarchy column")
 
         domain_desc: list[str] = []
+        chain_trees: list[ChainTree] = []
         domains = _normalise_domains(domain, spec) if domain is not None else None
         for c, chain in enumerate(spec.chains):
             role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
@@ -327,36 +317,22 @@ def release(
                 for col in chain:
                     dom.column(col, f"hierarchy column of the {role}", DomainError)
                 check_domain_types(inp, dom, chain, role)
-                nulls = scalar(con, f"SELECT count(*) FROM {dom.sql} WHERE "
-                               + " OR ".join(f"{ident(x)} IS NULL" for x in chain))
-                if nulls:
-                    raise DomainError(f"the {role} has {nulls} row(s) with NULL in {', '.join(chain)}; "
-                                      "every listed path must be complete")
                 dom_sql = dom.sql
                 domain_desc.append(dom.description)
-            run(con, _compile.codes(names, c, chain, dom_sql))
-            if not scalar(con, f"SELECT count(*) FROM {ident(names.codes(c))}"):
-                raise DomainError(f"the {role} is empty; it must list every valid path of {', '.join(chain)}")
-            for d in range(1, len(chain)):
-                bad = rows(con, _compile.nesting_check(names.codes(c), chain[d - 1], chain[d]))
-                if bad:
-                    value, p1, p2 = bad[0]
-                    raise DomainError(
-                        f"the {role} is not nested: {chain[d]}={value!r} is listed under "
-                        f"{chain[d - 1]}={p1!r} and {chain[d - 1]}={p2!r}; every value must have "
-                        f"one parent (use codes unique across the whole domain, e.g. prefix "
-                        f"{chain[d]} with its {chain[d - 1]})"
-                    )
-        chain_trees = [_chain_tree(con, names.codes(c), len(ch)) for c, ch in enumerate(spec.chains)]
+            types = [_join_type(inp.columns[col.lower()]) for col in chain]
+            chain_trees.append(build_chain(con, names, c, chain, dom_sql, types, role))
         timings["domain"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        enums = frozenset(c for c in spec.columns
+                          if _join_type(inp.columns[c.lower()]) != inp.columns[c.lower()])
         run(con, _compile.leaf_counts(names, spec, inp.sql, count and inp.column(count, "count"),
-                                      count_is_integer))
+                                      count_is_integer, enums))
         timings["scan"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         _validate_input(con, names, spec, count, inp)
         run(con, _compile.leaf_codes(names, spec))
+        _check_paths(con, names, spec, inp)
         total = int(scalar(con, f"SELECT coalesce(sum(n), 0) FROM {ident(names.keys)}"))
         timings["validate"] = time.perf_counter() - t0
 
@@ -412,28 +388,26 @@ def release(
                 run(con, f"DROP TABLE IF EXISTS {ident(t)}")
             except duckdb.Error:
                 pass
-        try:
-            con.unregister(names.released)
-        except duckdb.Error:
-            pass
+        for registered in [names.released, *(names.codes(c) for c in range(len(spec.chains)))]:
+            try:
+                con.unregister(registered)
+            except duckdb.Error:
+                pass
 
 
 def _validate_input(
     con: duckdb.DuckDBPyConnection, names: _compile.TempNames, spec: TreeSpec,
     count: str | None, inp: Source,
 ) -> None:
-    """Checks before any noise: NULL keys, bad counts, paths outside the domain."""
+    """Checks before any noise: NULL leaves, bad counts, leaf values outside the domain."""
     leaf = ident(names.leaf)
-    cols = spec.columns
+    cols = spec.leaf_columns
     null_exprs = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in cols)
     stats = rows(con, f"SELECT {null_exprs}, coalesce(sum(__nulls), 0), min(__min), "
                       f"coalesce(bool_or(__frac), false) FROM {leaf}")[0]
     for col, n_null in zip(cols, stats[: len(cols)], strict=True):
         if n_null:
-            raise InputDataError(
-                f"hierarchy column {col!r} of {inp.description} has NULL values; every record "
-                f"needs a value in every hierarchy column (filter or fill them in a view first)"
-            )
+            _null_error(col, inp)
     n_nulls, minimum, frac = stats[len(cols):]
     if count is not None:
         if n_nulls:
@@ -449,11 +423,51 @@ def _validate_input(
         if frac:
             raise InputDataError(f"count column {count!r} has non-integer values; counts must "
                                  "be whole numbers (CAST or ROUND them in a view)")
+
+
+def _null_error(col: str, inp: Source) -> None:
+    raise InputDataError(
+        f"hierarchy column {col!r} of {inp.description} has NULL values; every record needs a "
+        "value in every hierarchy column (filter or fill them in a view first)"
+    )
+
+
+def _check_paths(
+    con: duckdb.DuckDBPyConnection, names: _compile.TempNames, spec: TreeSpec, inp: Source
+) -> None:
+    """Leaf values must be in the domain, and every input row's ancestors must be those the
+    domain gives its leaf (the offending row is looked up only on error)."""
+    keys = ident(names.keys)
     for c, chain in enumerate(spec.chains):
-        bad = rows(con, _compile.outside_domain(names, c, chain))
-        if bad:
-            ex = bad[0]
+        code = ident(f"__c{c}_d{len(chain)}")
+        missing = rows(con, f"SELECT {ident(chain[-1])}, count(*) OVER () FROM {keys} "
+                            f"WHERE {code} IS NULL ORDER BY 1 LIMIT 1")
+        if missing:
+            value, n_values = missing[0]
             raise DomainError(
-                f"{ex[-1]} input path(s) of {', '.join(chain)} are not in the domain, e.g. "
-                f"({_example(ex, chain)}); add them to the public domain table or fix the input"
+                f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
+                f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
             )
+    if not _compile.ancestors(spec):
+        return
+    if not scalar(con, f"SELECT count(*) FILTER (NOT path_ok) FROM {keys}"):
+        return
+    leaf_codes = ", ".join(ident(f"__c{c}_d{len(ch)}") for c, ch in enumerate(spec.chains))
+    bad_codes = rows(con, f"SELECT {leaf_codes} FROM {keys} WHERE NOT path_ok LIMIT 1")[0]
+    for c, chain in enumerate(spec.chains):
+        if len(chain) == 1:
+            continue
+        leaf_value = scalar(
+            con, f"SELECT {ident(chain[-1])} FROM {ident(names.codes(c))} "
+                 f"WHERE {_compile.depth_code(len(chain))} = $code", {"code": bad_codes[c]})
+        ex = rows(con, _compile.bad_path(names, c, chain, inp.sql), {"leaf": leaf_value})
+        if ex:
+            for col, value in zip(chain, ex[0], strict=True):
+                if value is None:
+                    _null_error(col, inp)
+            raise DomainError(
+                f"input path ({_example(ex[0], chain)}) is not in the domain: the domain puts "
+                f"{chain[-1]}={leaf_value!r} under other ancestors; fix the input's "
+                f"{', '.join(chain[:-1])} or the domain"
+            )
+    raise InternalError("an input path failed the domain check but no offending row was found")

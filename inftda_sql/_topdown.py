@@ -14,6 +14,7 @@ memory (and this machine's slow first touch of fresh pages) in check.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -30,8 +31,9 @@ from ._spec import TreeSpec
 __all__ = ["ChainTree", "LevelStats", "Optimizer", "TopDownResult", "topdown"]
 
 I64 = npt.NDArray[np.int64]
-# Children processed per chunk: ~2M keeps the working set near 100 MB.
-CHUNK_CHILDREN = 1 << 21
+# Children processed per chunk: ~1M keeps the working set of a chunk near 50 MB and
+# gives the thread pool enough chunks to balance.
+CHUNK_CHILDREN = 1 << 20
 
 Optimizer = Callable[[I64, I64, I64], I64]
 """``(y, targets, offsets) -> x``: the per-level post-processing (IntOpt for InfTDA)."""
@@ -99,14 +101,29 @@ class TopDownResult:
     levels: tuple[LevelStats, ...]
 
 
-def _lookup(keys_sorted: I64, values: I64, queries: I64) -> I64:
-    """Value of each query key in a sorted key array, 0 where absent."""
+def _true_counts(
+    keys_sorted: I64, values: I64, first: I64, counts: I64, seg: I64, total: int
+) -> I64:
+    """True counts of the children of many parents, zero where absent.
+
+    Parent ``p``'s children have the contiguous keys ``first[p] .. first[p] + counts[p] - 1``
+    and sit at ``seg[p] ..`` in the output: two binary searches per parent find the non-zero
+    ones, which are scattered into place (no search per child).
+    """
+    y = np.zeros(total, dtype=np.int64)
     if keys_sorted.size == 0:
-        return np.zeros(queries.size, dtype=np.int64)
-    idx = np.searchsorted(keys_sorted, queries)
-    np.minimum(idx, keys_sorted.size - 1, out=idx)
-    hit = keys_sorted[idx] == queries
-    return np.where(hit, values[idx], 0).astype(np.int64, copy=False)
+        return y
+    lo = np.searchsorted(keys_sorted, first)
+    hi = np.searchsorted(keys_sorted, first + counts)
+    m = hi - lo
+    n_hits = int(m.sum())
+    if n_hits:
+        m_start = np.zeros(m.size, dtype=np.int64)
+        np.cumsum(m[:-1], out=m_start[1:])
+        idx = np.repeat(lo - m_start, m) + np.arange(n_hits, dtype=np.int64)
+        pos = keys_sorted[idx] + np.repeat(seg - first, m)
+        y[pos] = values[idx]
+    return y
 
 
 def _chunks(child_counts: I64) -> list[tuple[int, int]]:
@@ -133,6 +150,7 @@ def topdown(
     source: RandomSource,
     optimizer: Optimizer | None = None,
     progress: Callable[[LevelStats], None] | None = None,
+    threads: int = 2,
 ) -> TopDownResult:
     """Run TopDown over ``spec``'s levels.
 
@@ -146,6 +164,9 @@ def topdown(
         source: the random source of the noise.
         optimizer: ``(y, targets, offsets) -> x`` per level; IntOpt by default.
         progress: called after each level with its statistics.
+        threads: chunks of a level processed in parallel (numpy and the CSPRNG release the
+            GIL). Each chunk has its own random stream spawned in order, so a seeded run gives
+            the same result whatever the thread count.
     """
     opt: Optimizer = optimizer or (lambda y, t, o: intopt(y, t, o))
     k = len(spec.chains)
@@ -176,38 +197,45 @@ def topdown(
         n_parents = int(values.size)
         starts_all = off[codes[c]]
         counts_all = off[codes[c] + 1] - starts_all
-        new_codes: list[list[I64]] = [[] for _ in range(k)]
-        new_values: list[I64] = []
-        noised = 0
-        for a, b in _chunks(counts_all):
+        chunks = _chunks(counts_all)
+        sources = source.spawn(len(chunks))
+
+        def run_chunk(i: int) -> tuple[list[I64], I64, int]:
+            a, b = chunks[i]
             counts = counts_all[a:b]
+            starts = starts_all[a:b]
             total = int(counts.sum())
             seg = np.zeros(counts.size, dtype=np.int64)
             np.cumsum(counts[:-1], out=seg[1:])
-            # child code of chain c: parent's first child + position within the segment
-            child = np.repeat(starts_all[a:b] - seg, counts) + np.arange(total, dtype=np.int64)
-            key = child * strides[c]
-            chunk_codes: list[I64] = []
+            # the refined chain has stride 1: a parent's children are keys first .. first+count-1
+            first = starts.copy()
             for j in range(k):
-                if j == c:
-                    chunk_codes.append(child)
-                    continue
-                rep = np.repeat(codes[j][a:b], counts)
-                key += rep * strides[j]
-                chunk_codes.append(rep)
-            y = _lookup(keys_true, counts_true, key)
-            del key
+                if j != c:
+                    first += codes[j][a:b] * strides[j]
+            y = _true_counts(keys_true, counts_true, first, counts, seg, total)
             if sigma > 0:
-                y += sample_discrete_gaussian(sigma, total, rng=source)
+                y += sample_discrete_gaussian(sigma, total, rng=sources[i])
             x = opt(y, values[a:b], seg)
             del y
-            keep = x > 0
-            for j in range(k):
-                new_codes[j].append(chunk_codes[j][keep])
-            new_values.append(x[keep])
-            noised += total
-        codes = [np.concatenate(parts) if parts else np.zeros(0, np.int64) for parts in new_codes]
-        values = np.concatenate(new_values) if new_values else np.zeros(0, np.int64)
+            kept = np.flatnonzero(x > 0)
+            parent = np.searchsorted(seg, kept, side="right") - 1
+            out = [
+                starts[parent] + (kept - seg[parent]) if j == c else codes[j][a:b][parent]
+                for j in range(k)
+            ]
+            return out, x[kept], total
+
+        if len(chunks) > 1 and threads > 1:
+            with ThreadPoolExecutor(min(threads, len(chunks))) as pool:
+                parts = list(pool.map(run_chunk, range(len(chunks))))
+        else:
+            parts = [run_chunk(i) for i in range(len(chunks))]
+        noised = sum(p[2] for p in parts)
+        codes = [
+            np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
+            for j in range(k)
+        ]
+        values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
         stats.append(
             LevelStats(level, spec.level_name(level), n_parents, noised, int(values.size), sigma,
                        time.perf_counter() - t0)

@@ -96,7 +96,7 @@ def italy_like(
     pop /= pop.sum()
 
     # O/D pairs: mostly local commuting (same province, then same region), some long distance.
-    draws = int(n_pairs * 1.6)
+    draws = int(n_pairs * 3)
     origin = rng.choice(n_mun, size=draws, p=pop)
     kind = rng.random(draws)
     dest = rng.choice(n_mun, size=draws, p=pop)
@@ -114,12 +114,14 @@ def italy_like(
     if pair_key.size > n_pairs:
         pair_key = np.sort(rng.choice(pair_key, size=n_pairs, replace=False))
     o_idx, d_idx = pair_key // n_mun, pair_key % n_mun
-    # flows: Lomax (Pareto II, shape 3) scaled to [1, 1000], then rescaled to the trip total
-    flow = rng.pareto(3.0, pair_key.size)
-    flow = 1 + 999 * flow / flow.max()
-    flow *= (total_trips - pair_key.size) / (flow - 1).sum() if (flow - 1).sum() > 0 else 0
-    counts = np.maximum(1, np.floor(flow).astype(np.int64))
-    counts[rng.integers(0, counts.size)] += max(0, total_trips - int(counts.sum()))
+    # flows: heavy-tailed (Pareto II, shape 1.1: most pairs carry a handful of commuters, a
+    # few city pairs tens of thousands), allocated so that the trips add up to ``total_trips``
+    # exactly (every pair keeps >= 1 trip; the largest remainders round up)
+    flow = np.minimum(rng.pareto(1.1, pair_key.size), 2000.0)
+    share = (total_trips - pair_key.size) * flow / flow.sum()
+    counts = 1 + np.floor(share).astype(np.int64)
+    short = total_trips - int(counts.sum())
+    counts[np.argsort(share - np.floor(share))[::-1][:short]] += 1
 
     names = {k: prefix + k for k in ("geo", "geo_origin", "geo_destination", "trips")}
     if overwrite:

@@ -1,6 +1,6 @@
--- Input paths of one chain that the public domain does not list.
-SELECT $cols, count(*) OVER () AS n_paths
-FROM (SELECT DISTINCT $cols FROM $leaf) AS l
-ANTI JOIN $codes AS c USING ($cols)
-ORDER BY $cols
+-- Leaf values of one chain that the public domain does not list.
+SELECT $col, count(*) OVER () AS n_values
+FROM (SELECT DISTINCT $col FROM $leaf) AS l
+ANTI JOIN $codes AS c USING ($col)
+ORDER BY $col
 LIMIT 1

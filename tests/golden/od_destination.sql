@@ -1,37 +1,43 @@
--- Dense integer codes for one chain of the PUBLIC domain.
--- __d<k> numbers the distinct paths of depth k in (parent path, value) order, so the children
--- of every node form one contiguous code range: the engine expands a parent into its children
--- from the domain alone, zero-count children included, without looking at the private data.
-CREATE TEMP TABLE "__inftda_t_codes_0" AS
-SELECT "o_reg", "o_mun", (dense_rank() OVER (ORDER BY "o_reg") - 1)::BIGINT AS __d1, (dense_rank() OVER (ORDER BY "o_reg", "o_mun") - 1)::BIGINT AS __d2
-FROM (SELECT DISTINCT "o_reg", "o_mun" FROM "geo_o") AS d;
+-- The distinct paths of one chain of the PUBLIC domain, cast to the input's types, sorted.
+-- Sorted (parent path, value) order makes the children of every node one contiguous run, so
+-- dense codes per depth follow from where neighbouring rows change.
+SELECT DISTINCT CAST("o_reg" AS VARCHAR) AS "o_reg", CAST("o_mun" AS VARCHAR) AS "o_mun"
+FROM "geo_o"
+ORDER BY ALL;
 
--- Dense integer codes for one chain of the PUBLIC domain.
--- __d<k> numbers the distinct paths of depth k in (parent path, value) order, so the children
--- of every node form one contiguous code range: the engine expands a parent into its children
--- from the domain alone, zero-count children included, without looking at the private data.
-CREATE TEMP TABLE "__inftda_t_codes_1" AS
-SELECT "d_reg", "d_prov", "d_mun", (dense_rank() OVER (ORDER BY "d_reg") - 1)::BIGINT AS __d1, (dense_rank() OVER (ORDER BY "d_reg", "d_prov") - 1)::BIGINT AS __d2, (dense_rank() OVER (ORDER BY "d_reg", "d_prov", "d_mun") - 1)::BIGINT AS __d3
-FROM (SELECT DISTINCT "d_reg", "d_prov", "d_mun" FROM "geo_d") AS d;
+-- The distinct paths of one chain of the PUBLIC domain, cast to the input's types, sorted.
+-- Sorted (parent path, value) order makes the children of every node one contiguous run, so
+-- dense codes per depth follow from where neighbouring rows change.
+SELECT DISTINCT CAST("d_reg" AS VARCHAR) AS "d_reg", CAST("d_prov" AS VARCHAR) AS "d_prov", CAST("d_mun" AS VARCHAR) AS "d_mun"
+FROM "geo_d"
+ORDER BY ALL;
 
--- The one scan of the private input: its count per distinct hierarchy path, plus what the
--- checks before noise need (NULL and negative / fractional counts). Everything after works on
--- this aggregate, which is at most as large as the number of distinct paths.
+-- The one scan of the private input, grouped by the leaf column of every chain (in a nested
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
+-- strings of every row is what a scan pays for most); instead min and max of one hash of them
+-- per leaf cell let the next step check every row's path against the domain.
 CREATE TEMP TABLE "__inftda_t_leaf" AS
-SELECT "o_reg", "o_mun", "d_reg", "d_prov", "d_mun",
+SELECT "o_mun", "d_mun",
        sum("n")::BIGINT AS __n,
        min("n") AS __min,
        false AS __frac,
-       count(*) FILTER ("n" IS NULL) AS __nulls
+       count(*) FILTER ("n" IS NULL) AS __nulls,
+       min(hash("o_reg", "d_reg", "d_prov")) AS __hmin,
+       max(hash("o_reg", "d_reg", "d_prov")) AS __hmax
 FROM "od"
-GROUP BY "o_reg", "o_mun", "d_reg", "d_prov", "d_mun";
+GROUP BY "o_mun", "d_mun";
 
--- Replace every chain's values by its integer codes (one row per non-empty leaf cell).
+-- Replace every chain's values by its integer codes (one row per non-empty leaf cell), and
+-- check the input against the domain in the same pass: a leaf value the domain does not list
+-- has no code (NULL), and path_ok tells whether every input row's ancestors are those the
+-- domain gives its leaf.
 CREATE TEMP TABLE "__inftda_t_keys" AS
-SELECT c0.__d1 AS "__c0_d1", c0.__d2 AS "__c0_d2", c1.__d1 AS "__c1_d1", c1.__d2 AS "__c1_d2", c1.__d3 AS "__c1_d3", l.__n::BIGINT AS n
+SELECT c0.__d1 AS "__c0_d1", c0.__d2 AS "__c0_d2", c1.__d1 AS "__c1_d1", c1.__d2 AS "__c1_d2", c1.__d3 AS "__c1_d3", l.__n::BIGINT AS n,
+       (l.__hmin = l.__hmax AND l.__hmin = hash(c0."o_reg", c1."d_reg", c1."d_prov")) AS path_ok,
+       l."o_mun", l."d_mun"
 FROM "__inftda_t_leaf" AS l
-JOIN "__inftda_t_codes_0" AS c0 USING ("o_reg", "o_mun")
-JOIN "__inftda_t_codes_1" AS c1 USING ("d_reg", "d_prov", "d_mun");
+LEFT JOIN "__inftda_t_codes_0" AS c0 ON c0."o_mun" = l."o_mun"
+LEFT JOIN "__inftda_t_codes_1" AS c1 ON c1."d_mun" = l."d_mun";
 
 -- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
 SELECT ("__c1_d1" * 1)::BIGINT AS key, sum(n)::BIGINT AS n
@@ -40,7 +46,7 @@ GROUP BY 1
 ORDER BY 1;
 
 -- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
-SELECT ("__c0_d1" * 2 + "__c1_d1" * 1)::BIGINT AS key, sum(n)::BIGINT AS n
+SELECT ("__c0_d1" * 1 + "__c1_d1" * 2)::BIGINT AS key, sum(n)::BIGINT AS n
 FROM "__inftda_t_keys"
 GROUP BY 1
 ORDER BY 1;
@@ -52,7 +58,7 @@ GROUP BY 1
 ORDER BY 1;
 
 -- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
-SELECT ("__c0_d2" * 3 + "__c1_d2" * 1)::BIGINT AS key, sum(n)::BIGINT AS n
+SELECT ("__c0_d2" * 1 + "__c1_d2" * 3)::BIGINT AS key, sum(n)::BIGINT AS n
 FROM "__inftda_t_keys"
 GROUP BY 1
 ORDER BY 1;

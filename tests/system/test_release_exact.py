@@ -121,3 +121,14 @@ _ORDER = ["country", "region", "district", "lad", "municipality", "muni", "msoa"
 def _depth_key(col: str) -> int:
     name = col[2:]
     return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
+def test_enum_and_integer_typed_hierarchies(con: duckdb.DuckDBPyConnection) -> None:
+    """Domain values are cast to the input's types (ENUMs compare as text)."""
+    con.execute("CREATE TYPE reg AS ENUM ('N', 'S')").fetchall()
+    con.execute("CREATE TABLE g AS SELECT * FROM (VALUES ('N', 11), ('N', 12), ('S', 21)) t(r, m)").fetchall()
+    con.execute("CREATE TABLE p (r reg, m INTEGER)").fetchall()
+    con.execute("INSERT INTO p VALUES ('N', 11), ('N', 11), ('S', 21)").fetchall()
+    inftda_sql.release(con, "p", hierarchy=["r", "m"], domain="g", rho=INF)
+    assert con.execute("SELECT r::VARCHAR, m, count FROM p_private ORDER BY ALL").fetchall() == [
+        ("N", 11, 2), ("S", 21, 1)]

@@ -138,3 +138,27 @@ def test_overwrite_replaces_and_records_twice(con: duckdb.DuckDBPyConnection) ->
     r2 = inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=1.0, overwrite=True)
     assert r2.release_id == 2
     assert con.execute("SELECT count(*) FROM inftda_releases").fetchall() == [(2,)]
+
+
+def test_thread_count_does_not_change_a_seeded_release(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks get their own spawned streams, so parallelism cannot change the output."""
+    from inftda_sql import _topdown
+
+    _sparse_world(con)
+    monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 16)  # many chunks on a small level
+    outputs = []
+    for threads in (1, 2, 4):
+        real = _topdown.topdown
+
+        def with_threads(*a: object, _n: int = threads, _real: object = real, **kw: object) -> object:
+            kw["threads"] = _n
+            return _real(*a, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr("inftda_sql._release.topdown", with_threads)
+        inftda_sql.release(con, "wpeople", hierarchy=GEO, domain="wgeo", rho=0.3, seed=11,
+                           output="t", overwrite=True)
+        outputs.append(released(con, "t", GEO))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert len(outputs[0]) > 5

@@ -8,6 +8,7 @@ import duckdb
 import pytest
 
 from inftda_sql import SpecError, _compile
+from inftda_sql._domain import build_chain
 from inftda_sql._spec import parse_hierarchy
 from inftda_sql._sql import template
 
@@ -19,8 +20,8 @@ OD = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]], "destin
 def _compiled_od() -> str:
     sizes = [(1, 2, 3), (1, 2, 3, 4)]
     parts = [
-        _compile.codes(NAMES, 0, OD.chains[0], '"geo_o"'),
-        _compile.codes(NAMES, 1, OD.chains[1], '"geo_d"'),
+        _compile.domain_paths(OD.chains[0], '"geo_o"', ["VARCHAR"] * 2),
+        _compile.domain_paths(OD.chains[1], '"geo_d"', ["VARCHAR"] * 3),
         _compile.leaf_counts(NAMES, OD, '"od"', "n", True),
         _compile.leaf_codes(NAMES, OD),
         *(
@@ -47,8 +48,13 @@ def test_golden_sql_executes(con: duckdb.DuckDBPyConnection) -> None:
 
     make_od(con)
     statements = [s for s in _compiled_od().split(";\n\n") if s.strip()]
-    for stmt in statements[:4]:
+    paths = [con.execute(s).fetchall() for s in statements[:2]]
+    assert paths[0] == [("A", "a1"), ("A", "a2"), ("B", "b1")]  # distinct, sorted
+    for c, dom in enumerate(['"geo_o"', '"geo_d"']):
+        build_chain(con, NAMES, c, OD.chains[c], dom, ["VARCHAR"] * len(OD.chains[c]), "domain")
+    for stmt in statements[2:4]:
         con.execute(stmt).fetchall()
+    assert con.execute('SELECT bool_and(path_ok) FROM "__inftda_t_keys"').fetchall() == [(True,)]
     level_rows = [con.execute(s).fetchall() for s in statements[4:9]]
     assert [sum(n for _, n in lv) for lv in level_rows] == [23] * 5
     # the finest level has one key per distinct leaf pair
@@ -72,7 +78,7 @@ def test_key_strides_refuse_overflow() -> None:
 
 
 def test_templates_ship_as_package_data() -> None:
-    for name in ("codes", "leaf_counts", "level_counts", "write_output", "levels_view", "ledger"):
+    for name in ("domain_paths", "leaf_counts", "level_counts", "write_output", "levels_view", "ledger"):
         assert template(name).strip()
 
 
