@@ -66,13 +66,23 @@ def _child(case: str, repeat: int) -> dict[str, object]:
             cols = ", ".join(f"{c} AS {side}_{c}" for c in levels)
             con.execute(f"CREATE TABLE geo_{side} AS SELECT {cols} FROM '{geo}'").fetchall()
         hierarchy = [[f"o_{c}" for c in levels], [f"d_{c}" for c in levels]]
-        kw = dict(hierarchy=hierarchy, domain=["geo_o", "geo_d"], tree="destination",
-                  epsilon=1.0, delta=1e-8)
+        kw = dict(
+            hierarchy=hierarchy,
+            domain=["geo_o", "geo_d"],
+            tree="destination",
+            epsilon=1.0,
+            delta=1e-8,
+        )
         group_by = "SELECT o_msoa, d_msoa, count(*) FROM trips GROUP BY ALL"
     elif case == "italy":
         d = italy_like(con, scale=1.0, seed=0, microdata=True)
-        kw = dict(hierarchy=d.hierarchy, domain=[d.geo_origin, d.geo_destination],
-                  tree="destination", epsilon=1.0, delta=1e-8)
+        kw = dict(
+            hierarchy=d.hierarchy,
+            domain=[d.geo_origin, d.geo_destination],
+            tree="destination",
+            epsilon=1.0,
+            delta=1e-8,
+        )
         group_by = f"SELECT o_mun, d_mun, count(*) FROM {d.trips} GROUP BY ALL"
     else:
         raise SystemExit(f"unknown case {case}")
@@ -82,7 +92,7 @@ def _child(case: str, repeat: int) -> dict[str, object]:
     base_rss = _rss_mb("VmRSS")
     t_gb, t_rel, peaks = [], [], []
     result = None
-    for i in range(repeat):
+    for _ in range(repeat):
         t0 = time.perf_counter()
         con.execute(f"CREATE OR REPLACE TABLE gb AS {group_by}").fetchall()
         t_gb.append(time.perf_counter() - t0)
@@ -146,24 +156,43 @@ def _reference(repeat: int, sizes: tuple[int, int, int]) -> dict[str, object]:
     ours = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        inftda_sql.release(con, "data", hierarchy=["a", "b", "c"], domain="geo", count="n",
-                           epsilon=1.0, delta=1e-8, output="out", overwrite=True)
+        inftda_sql.release(
+            con,
+            "data",
+            hierarchy=["a", "b", "c"],
+            domain="geo",
+            count="n",
+            epsilon=1.0,
+            delta=1e-8,
+            output="out",
+            overwrite=True,
+        )
         ours.append(time.perf_counter() - t0)
     ref_s = None
     if REF_PY.exists():
-        out = subprocess.run([str(REF_PY), "-c", REF_SCRIPT, str(n1), str(n2), str(n3)],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [str(REF_PY), "-c", REF_SCRIPT, str(n1), str(n2), str(n3)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if out.returncode == 0:
             ref_s = float(out.stdout.strip().splitlines()[-1])
         else:
             print(out.stderr[-2000:], file=sys.stderr)
-    return {"case": "reference", "leaves": leaves, "ours_s": statistics.median(ours),
-            "reference_s": ref_s,
-            "speedup": (ref_s / statistics.median(ours)) if ref_s else None}
+    return {
+        "case": "reference",
+        "leaves": leaves,
+        "ours_s": statistics.median(ours),
+        "reference_s": ref_s,
+        "speedup": (ref_s / statistics.median(ours)) if ref_s else None,
+    }
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("case", choices=["uk", "italy", "reference", "all"])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -178,9 +207,13 @@ def main() -> None:
             sizes = tuple(int(x) for x in args.ref_sizes.split(","))
             res = _reference(args.repeat, sizes)  # type: ignore[arg-type]
         else:
-            out = subprocess.run([sys.executable, __file__, case, "--child", "--repeat",
-                                  str(args.repeat)], capture_output=True, text=True, check=False,
-                                 env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+            out = subprocess.run(
+                [sys.executable, __file__, case, "--child", "--repeat", str(args.repeat)],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+            )
             if out.returncode != 0:
                 print(out.stderr[-3000:], file=sys.stderr)
                 continue

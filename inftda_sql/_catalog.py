@@ -6,6 +6,7 @@ first; only names that exist (or, for outputs, that are valid) are quoted into S
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -96,17 +97,22 @@ def resolve_source(
         if not obj or len(obj.split(".")) > 2:
             raise SpecError(f"{role} must be a table or view name, got {obj!r}")
         if object_kind(con, obj) is None:
-            tables = [r[0] for r in rows(con, "SELECT table_name FROM information_schema.tables "
-                                              "WHERE table_catalog = current_database() "
-                                              "ORDER BY table_name LIMIT 20")]
+            tables = [
+                r[0]
+                for r in rows(
+                    con,
+                    "SELECT table_name FROM information_schema.tables "
+                    "WHERE table_catalog = current_database() "
+                    "ORDER BY table_name LIMIT 20",
+                )
+            ]
             hint = ", ".join(tables) if tables else "(none)"
-            raise error(
-                f"{role} {obj!r} is not a table or view of this database; existing: {hint}"
-            )
+            raise error(f"{role} {obj!r} is not a table or view of this database; existing: {hint}")
         sql = qualified(obj)
         cols = _describe(con, sql)
-        return Source(sql, f"table {obj!r}", {n.lower(): t for n, t in cols},
-                      {n.lower(): n for n, _ in cols})
+        return Source(
+            sql, f"table {obj!r}", {n.lower(): t for n, t in cols}, {n.lower(): n for n, _ in cols}
+        )
     if isinstance(obj, duckdb.DuckDBPyRelation):
         try:
             obj.create_view(temp_name, replace=True)
@@ -114,13 +120,20 @@ def resolve_source(
             raise error(f"{role}: the DuckDB relation cannot be used here ({exc})") from exc
         sql = ident(temp_name)
         cols = _describe(con, sql)
-        return Source(sql, f"the {role} relation", {n.lower(): t for n, t in cols},
-                      {n.lower(): n for n, _ in cols}, temp_view=temp_name)
+        return Source(
+            sql,
+            f"the {role} relation",
+            {n.lower(): t for n, t in cols},
+            {n.lower(): n for n, _ in cols},
+            temp_view=temp_name,
+        )
     if isinstance(obj, Mapping):
         data = {}
         for col, values in obj.items():
-            if not isinstance(col, str) or isinstance(values, (str, bytes)) or not isinstance(
-                values, Sequence
+            if (
+                not isinstance(col, str)
+                or isinstance(values, (str, bytes))
+                or not isinstance(values, Sequence)
             ):
                 raise error(
                     f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}"
@@ -128,7 +141,9 @@ def resolve_source(
             data[col] = list(values)
         lengths = {len(v) for v in data.values()}
         if len(lengths) != 1 or 0 in lengths:
-            raise error(f"{role} mapping columns must be non-empty and of equal length, got {obj!r}")
+            raise error(
+                f"{role} mapping columns must be non-empty and of equal length, got {obj!r}"
+            )
         try:
             table = pa.table(data)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -136,8 +151,13 @@ def resolve_source(
         con.register(temp_name, table)
         sql = ident(temp_name)
         cols = _describe(con, sql)
-        return Source(sql, f"the declared {role}", {n.lower(): t for n, t in cols},
-                      {n.lower(): n for n, _ in cols}, temp_view=temp_name)
+        return Source(
+            sql,
+            f"the declared {role}",
+            {n.lower(): t for n, t in cols},
+            {n.lower(): n for n, _ in cols},
+            temp_view=temp_name,
+        )
     raise error(
         f"{role} must be a table or view name, a DuckDB relation or a mapping "
         f"{{column: [values]}}; got {type(obj).__name__}"
@@ -148,14 +168,10 @@ def drop_temp(con: duckdb.DuckDBPyConnection, source: Source | None) -> None:
     """Remove the temporary view or registration behind a source, if any."""
     if source is None or source.temp_view is None:
         return
-    try:
+    with contextlib.suppress(duckdb.Error):
         con.unregister(source.temp_view)
-    except duckdb.Error:
-        pass
-    try:
+    with contextlib.suppress(duckdb.Error):
         con.execute(f"DROP VIEW IF EXISTS {ident(source.temp_view)}").fetchall()
-    except duckdb.Error:
-        pass
 
 
 def check_domain_types(

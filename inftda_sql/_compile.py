@@ -64,10 +64,6 @@ class TempNames:
     def released(self) -> str:
         return f"{self.prefix}released"
 
-    @property
-    def staged(self) -> str:
-        return f"{self.prefix}staged"
-
 
 def _cols(cols: Sequence[str], alias: str = "") -> str:
     pre = f"{alias}." if alias else ""
@@ -93,21 +89,23 @@ def ancestors(spec: TreeSpec) -> list[str]:
 
 
 def _path_hash(
-    cols: Sequence[str], alias: dict[str, str] | None = None, as_varchar: frozenset[str] = frozenset()
+    cols: Sequence[str],
+    alias: dict[str, str] | None = None,
+    as_varchar: frozenset[str] = frozenset(),
 ) -> str:
     if not cols:
         return "0::UBIGINT"
     alias = alias or {}
     terms = [alias.get(c, "") + ident(c) for c in cols]
-    terms = [f"CAST({t} AS VARCHAR)" if c in as_varchar else t for c, t in zip(cols, terms, strict=True)]
+    terms = [
+        f"CAST({t} AS VARCHAR)" if c in as_varchar else t for c, t in zip(cols, terms, strict=True)
+    ]
     return "hash(" + ", ".join(terms) + ")"
 
 
 def nesting_check(codes_table: str, parent: str, child: str) -> str:
     """A query returning one child value listed under two parents, if any."""
-    return render(
-        "nesting", codes=ident(codes_table), parent=ident(parent), child=ident(child)
-    )
+    return render("nesting", codes=ident(codes_table), parent=ident(parent), child=ident(child))
 
 
 def leaf_counts(
@@ -151,9 +149,7 @@ def leaf_counts(
     )
 
 
-def bad_path(
-    names: TempNames, chain_index: int, chain: Sequence[str], input_sql: str
-) -> str:
+def bad_path(names: TempNames, chain_index: int, chain: Sequence[str], input_sql: str) -> str:
     """Diagnostics: an input path of a chain, for the leaf value ``$leaf``, not in the domain."""
     return render(
         "bad_path",
@@ -224,12 +220,11 @@ def level_counts(names: TempNames, spec: TreeSpec, level: int, strides: Sequence
 def write_output(names: TempNames, spec: TreeSpec, output_sql: str) -> str:
     """Decode the released leaf codes back to the hierarchy columns."""
     joins = "\n".join(
-        f"JOIN {ident(names.codes(c))} AS c{c} ON c{c}.{depth_code(len(chain))} = r.{ident(f'__leaf{c}')}"
+        f"JOIN {ident(names.codes(c))} AS c{c} "
+        f"ON c{c}.{depth_code(len(chain))} = r.{ident(f'__leaf{c}')}"
         for c, chain in enumerate(spec.chains)
     )
-    cols = ", ".join(
-        f"c{c}.{ident(col)}" for c, chain in enumerate(spec.chains) for col in chain
-    )
+    cols = ", ".join(f"c{c}.{ident(col)}" for c, chain in enumerate(spec.chains) for col in chain)
     return render(
         "write_output",
         output=output_sql,

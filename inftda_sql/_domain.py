@@ -67,7 +67,9 @@ def build_chain(
         ) from exc
     n = paths.num_rows
     if n == 0:
-        raise DomainError(f"the {role} is empty; it must list every valid path of {', '.join(chain)}")
+        raise DomainError(
+            f"the {role} is empty; it must list every valid path of {', '.join(chain)}"
+        )
     for col, values in zip(chain, paths.columns, strict=True):
         if values.null_count:
             raise DomainError(
@@ -83,8 +85,7 @@ def build_chain(
         n_nodes = int(code[-1]) + 1
         if d > 1 and _has_repeats(paths.column(d - 1).filter(pa.array(change)), n_nodes):
             _nesting_error(con, paths, chain, d, role, index, names)
-        parents.append(np.zeros(n_nodes, dtype=np.int64) if previous is None
-                       else previous[change])
+        parents.append(np.zeros(n_nodes, dtype=np.int64) if previous is None else previous[change])
         codes[_compile.depth_code(d)] = code
         previous = code
     table = paths
@@ -97,8 +98,13 @@ def build_chain(
 
 
 def _nesting_error(
-    con: duckdb.DuckDBPyConnection, paths: pa.Table, chain: Sequence[str], depth: int, role: str,
-    index: int, names: _compile.TempNames,
+    con: duckdb.DuckDBPyConnection,
+    paths: pa.Table,
+    chain: Sequence[str],
+    depth: int,
+    role: str,
+    index: int,
+    names: _compile.TempNames,
 ) -> None:
     arrow_name = f"{names.codes(index)}_nesting"
     con.register(arrow_name, paths)

@@ -5,7 +5,7 @@ Every error names the problem, the offending value and the fix. The tree::
     InftdaError                      base of everything raised on purpose
     ├── BudgetError(ValueError)      privacy budget missing, contradictory or out of range
     ├── SpecError(ValueError)        hierarchy / option specification is malformed
-    ├── DomainError(ValueError)      the public domain is missing, not nested, or does not cover the data
+    ├── DomainError(ValueError)     the public domain is missing, not nested, or lacks input values
     ├── InputDataError(ValueError)   the private input has NULLs, bad counts, unknown columns ...
     ├── OutputExistsError(ValueError) the output table exists and overwrite=False
     ├── BudgetExceededError(BudgetError) a release would spend more than the stored budget allows

@@ -7,6 +7,7 @@ measure and optimise (:mod:`._topdown` with :mod:`._noise` and :mod:`._intopt`) 
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import time
@@ -20,8 +21,15 @@ import numpy as np
 
 from . import _compile
 from ._accounting import Accounting, Budget, account
+from ._catalog import (
+    Source,
+    check_domain_types,
+    drop_temp,
+    object_kind,
+    resolve_source,
+    type_family,
+)
 from ._domain import build_chain
-from ._catalog import Source, check_domain_types, drop_temp, object_kind, resolve_source, type_family
 from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
 from ._random import as_source
 from ._spec import TreeSpec, parse_hierarchy
@@ -89,8 +97,15 @@ class Release:
 
     def _level_rows(self) -> list[tuple[str, ...]]:
         return [
-            (str(lv.level), lv.name, f"{lv.sigma:.3g}", f"{lv.parents:,}", f"{lv.noised_cells:,}",
-             f"{lv.surviving_cells:,}", f"{lv.seconds:.2f}")
+            (
+                str(lv.level),
+                lv.name,
+                f"{lv.sigma:.3g}",
+                f"{lv.parents:,}",
+                f"{lv.noised_cells:,}",
+                f"{lv.surviving_cells:,}",
+                f"{lv.seconds:.2f}",
+            )
             for lv in self.levels
         ]
 
@@ -111,8 +126,12 @@ class Release:
         table = [self._HEADER, *self._level_rows()]
         widths = [max(len(r[i]) for r in table) for i in range(len(self._HEADER))]
         for r in table:
-            lines.append("  ".join(cell.rjust(w) if i != 1 else cell.ljust(w)
-                                   for i, (cell, w) in enumerate(zip(r, widths, strict=True))))
+            lines.append(
+                "  ".join(
+                    cell.rjust(w) if i != 1 else cell.ljust(w)
+                    for i, (cell, w) in enumerate(zip(r, widths, strict=True))
+                )
+            )
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
         return "\n".join(lines)
@@ -225,11 +244,13 @@ def release(
     Example:
         >>> import duckdb, inftda_sql
         >>> con = duckdb.connect()
-        >>> _ = con.execute("CREATE TABLE geo AS SELECT * FROM (VALUES ('N','a'),('N','b'),('S','c')) g(region, city)")
-        >>> _ = con.execute("CREATE TABLE persons AS SELECT * FROM (VALUES ('N','a'),('N','a'),('S','c')) p(region, city)")
-        >>> r = inftda_sql.release(con, "persons", hierarchy=["region", "city"], domain="geo", rho=float("inf"))
+        >>> _ = con.execute("CREATE TABLE geo (region VARCHAR, city VARCHAR)")
+        >>> _ = con.execute("INSERT INTO geo VALUES ('N', 'a'), ('N', 'b'), ('S', 'c')")
+        >>> _ = con.execute("CREATE TABLE persons AS SELECT * FROM geo, range(2) WHERE city <> 'b'")
+        >>> r = inftda_sql.release(con, "persons", hierarchy=["region", "city"], domain="geo",
+        ...                        rho=float("inf"))
         >>> con.execute("SELECT * FROM persons_private").fetchall()
-        [('N', 'a', 2), ('S', 'c', 1)]
+        [('N', 'a', 2), ('S', 'c', 2)]
     """
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -243,8 +264,14 @@ def release(
         raise SpecError(f"distinct must be True or False, got {distinct!r}")
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
     level_names = [spec.level_name(lv) for lv in range(1, spec.n_levels + 1)]
-    acct = account(budget, level_names, privacy=privacy, contribution=contribution,
-                   distinct=distinct, split=split)
+    acct = account(
+        budget,
+        level_names,
+        privacy=privacy,
+        contribution=contribution,
+        distinct=distinct,
+        split=split,
+    )
     source = as_source(seed)
     if domain is None and not domain_from_data:
         raise DomainError(
@@ -311,8 +338,9 @@ def release(
                 dom_sql = f"(SELECT DISTINCT {', '.join(ident(x) for x in chain)} FROM {inp.sql})"
                 domain_desc.append("FROM DATA (not private)")
             else:
-                dom = resolve_source(con, domains[c], role=role, temp_name=names.domain(c),
-                                     error=DomainError)
+                dom = resolve_source(
+                    con, domains[c], role=role, temp_name=names.domain(c), error=DomainError
+                )
                 sources.append(dom)
                 for col in chain:
                     dom.column(col, f"hierarchy column of the {role}", DomainError)
@@ -324,10 +352,15 @@ def release(
         timings["domain"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        enums = frozenset(c for c in spec.columns
-                          if _join_type(inp.columns[c.lower()]) != inp.columns[c.lower()])
-        run(con, _compile.leaf_counts(names, spec, inp.sql, count and inp.column(count, "count"),
-                                      count_is_integer, enums))
+        enums = frozenset(
+            c for c in spec.columns if _join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
+        )
+        run(
+            con,
+            _compile.leaf_counts(
+                names, spec, inp.sql, count and inp.column(count, "count"), count_is_integer, enums
+            ),
+        )
         timings["scan"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         _validate_input(con, names, spec, count, inp)
@@ -341,11 +374,14 @@ def release(
 
         def true_level(level: int, strides: tuple[int, ...]) -> tuple[Any, Any]:
             tab = arrow(con, _compile.level_counts(names, spec, level, strides))
-            return (tab.column("key").to_numpy().astype(np.int64, copy=False),
-                    tab.column("n").to_numpy().astype(np.int64, copy=False))
+            return (
+                tab.column("key").to_numpy().astype(np.int64, copy=False),
+                tab.column("n").to_numpy().astype(np.int64, copy=False),
+            )
 
-        result = topdown(spec, chain_trees, true_level, sigmas, total, source=source,
-                         progress=progress)
+        result = topdown(
+            spec, chain_trees, true_level, sigmas, total, source=source, progress=progress
+        )
         timings["topdown"] = time.perf_counter() - t0
 
         non_private = []
@@ -357,7 +393,13 @@ def release(
             non_private.append("seeded noise (tests and benchmarks only)")
         t0 = time.perf_counter()
         release_id = write_release(
-            con, names, spec, result, output=output, view=view_name, overwrite=overwrite,
+            con,
+            names,
+            spec,
+            result,
+            output=output,
+            view=view_name,
+            overwrite=overwrite,
             ledger={
                 "input_table": input_desc,
                 "output_table": output,
@@ -368,61 +410,78 @@ def release(
                 "accounting": acct,
                 "seeded": source.seeded,
                 "non_private": non_private,
-                "details": json.dumps({"levels": [lv.as_dict() for lv in result.levels],
-                                       "levels_view": view_name}),
+                "details": json.dumps(
+                    {"levels": [lv.as_dict() for lv in result.levels], "levels_view": view_name}
+                ),
             },
         )
         timings["write"] = time.perf_counter() - t0
         timings["other"] = max(0.0, time.perf_counter() - t_start - sum(timings.values()))
         return Release(
-            output=output, levels_view=view_name, release_id=release_id, input=input_desc,
-            spec=spec, mechanism=mechanism, accounting=acct, levels=result.levels,
-            total=int(result.counts.sum()), timings=timings, seeded=source.seeded,
+            output=output,
+            levels_view=view_name,
+            release_id=release_id,
+            input=input_desc,
+            spec=spec,
+            mechanism=mechanism,
+            accounting=acct,
+            levels=result.levels,
+            total=int(result.counts.sum()),
+            timings=timings,
+            seeded=source.seeded,
             non_private=tuple(non_private),
         )
     finally:
         for src in sources:
             drop_temp(con, src)
         for t in temp_tables:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 run(con, f"DROP TABLE IF EXISTS {ident(t)}")
-            except duckdb.Error:
-                pass
         for registered in [names.released, *(names.codes(c) for c in range(len(spec.chains)))]:
-            try:
+            with contextlib.suppress(duckdb.Error):
                 con.unregister(registered)
-            except duckdb.Error:
-                pass
 
 
 def _validate_input(
-    con: duckdb.DuckDBPyConnection, names: _compile.TempNames, spec: TreeSpec,
-    count: str | None, inp: Source,
+    con: duckdb.DuckDBPyConnection,
+    names: _compile.TempNames,
+    spec: TreeSpec,
+    count: str | None,
+    inp: Source,
 ) -> None:
     """Checks before any noise: NULL leaves, bad counts, leaf values outside the domain."""
     leaf = ident(names.leaf)
     cols = spec.leaf_columns
     null_exprs = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in cols)
-    stats = rows(con, f"SELECT {null_exprs}, coalesce(sum(__nulls), 0), min(__min), "
-                      f"coalesce(bool_or(__frac), false) FROM {leaf}")[0]
+    stats = rows(
+        con,
+        f"SELECT {null_exprs}, coalesce(sum(__nulls), 0), min(__min), "
+        f"coalesce(bool_or(__frac), false) FROM {leaf}",
+    )[0]
     for col, n_null in zip(cols, stats[: len(cols)], strict=True):
         if n_null:
             _null_error(col, inp)
-    n_nulls, minimum, frac = stats[len(cols):]
+    n_nulls, minimum, frac = stats[len(cols) :]
     if count is not None:
         if n_nulls:
-            raise InputDataError(f"count column {count!r} has {n_nulls} NULL value(s); use 0 or "
-                                 "drop those rows")
+            raise InputDataError(
+                f"count column {count!r} has {n_nulls} NULL value(s); use 0 or drop those rows"
+            )
         if minimum is not None and minimum < 0:
-            ex = rows(con, f"SELECT {', '.join(ident(c) for c in cols)}, __min FROM {leaf} "
-                           "WHERE __min < 0 LIMIT 1")[0]
+            ex = rows(
+                con,
+                f"SELECT {', '.join(ident(c) for c in cols)}, __min FROM {leaf} "
+                "WHERE __min < 0 LIMIT 1",
+            )[0]
             raise InputDataError(
                 f"count column {count!r} has negative values, e.g. {ex[-1]} at "
                 f"({_example(ex, cols)}); counts must be non-negative integers"
             )
         if frac:
-            raise InputDataError(f"count column {count!r} has non-integer values; counts must "
-                                 "be whole numbers (CAST or ROUND them in a view)")
+            raise InputDataError(
+                f"count column {count!r} has non-integer values; counts must "
+                "be whole numbers (CAST or ROUND them in a view)"
+            )
 
 
 def _null_error(col: str, inp: Source) -> None:
@@ -440,8 +499,11 @@ def _check_paths(
     keys = ident(names.keys)
     for c, chain in enumerate(spec.chains):
         code = ident(f"__c{c}_d{len(chain)}")
-        missing = rows(con, f"SELECT {ident(chain[-1])}, count(*) OVER () FROM {keys} "
-                            f"WHERE {code} IS NULL ORDER BY 1 LIMIT 1")
+        missing = rows(
+            con,
+            f"SELECT {ident(chain[-1])}, count(*) OVER () FROM {keys} "
+            f"WHERE {code} IS NULL ORDER BY 1 LIMIT 1",
+        )
         if missing:
             value, n_values = missing[0]
             raise DomainError(
@@ -458,8 +520,11 @@ def _check_paths(
         if len(chain) == 1:
             continue
         leaf_value = scalar(
-            con, f"SELECT {ident(chain[-1])} FROM {ident(names.codes(c))} "
-                 f"WHERE {_compile.depth_code(len(chain))} = $code", {"code": bad_codes[c]})
+            con,
+            f"SELECT {ident(chain[-1])} FROM {ident(names.codes(c))} "
+            f"WHERE {_compile.depth_code(len(chain))} = $code",
+            {"code": bad_codes[c]},
+        )
         ex = rows(con, _compile.bad_path(names, c, chain, inp.sql), {"leaf": leaf_value})
         if ex:
             for col, value in zip(chain, ex[0], strict=True):

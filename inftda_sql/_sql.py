@@ -70,7 +70,9 @@ def rows(
     return con.execute(sql, dict(params) if params else None).fetchall()
 
 
-def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+def scalar(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
+) -> Any:
     """Run a query that returns one row of one value and return that value."""
     result = rows(con, sql, params)
     return result[0][0] if result else None

@@ -13,9 +13,10 @@ memory (and this machine's slow first touch of fresh pages) in check.
 
 from __future__ import annotations
 
+import itertools
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,7 @@ class ChainTree:
 
     @classmethod
     def from_parents(cls, parents: Sequence[I64]) -> ChainTree:
-        """Build from ``parents[d-1][code]`` = parent code (depth ``d-1``) of each depth-``d`` code."""
+        """Build from ``parents[d-1][code]``, the parent of each depth-``d`` code."""
         sizes = [1]
         offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
         for par in parents:
@@ -137,7 +138,53 @@ def _chunks(child_counts: I64) -> list[tuple[int, int]]:
         return [(0, n)]
     cuts = np.searchsorted(cum, np.arange(CHUNK_CHILDREN, total, CHUNK_CHILDREN), side="left") + 1
     bounds = np.unique(np.concatenate(([0], cuts, [n])))
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+
+
+@dataclass(frozen=True)
+class _LevelJob:
+    """One level's work, split into chunks of whole parents that run independently."""
+
+    chain: int  # the chain this level refines (stride 1 in the level key)
+    codes: Sequence[I64]  # per chain, the codes of the surviving parents
+    values: I64  # the released values of the surviving parents
+    child_starts: I64  # per parent, its first child's code in the refined chain
+    child_counts: I64  # per parent, its number of children in the public domain
+    strides: tuple[int, ...]
+    keys_true: I64
+    counts_true: I64
+    sigma: float
+    optimizer: Optimizer
+
+    def run(self, chunk: tuple[int, int], source: RandomSource) -> tuple[list[I64], I64, int]:
+        """Noise and optimise the children of parents ``chunk[0]:chunk[1]``.
+
+        Returns the codes (per chain) and values of the surviving children, and how many
+        children were noised.
+        """
+        a, b = chunk
+        counts = self.child_counts[a:b]
+        starts = self.child_starts[a:b]
+        total = int(counts.sum())
+        seg = np.zeros(counts.size, dtype=np.int64)
+        np.cumsum(counts[:-1], out=seg[1:])
+        # the refined chain has stride 1: a parent's children are keys first .. first+count-1
+        first = starts.copy()
+        for j, codes in enumerate(self.codes):
+            if j != self.chain:
+                first += codes[a:b] * self.strides[j]
+        y = _true_counts(self.keys_true, self.counts_true, first, counts, seg, total)
+        if self.sigma > 0:
+            y += sample_discrete_gaussian(self.sigma, total, rng=source)
+        x = self.optimizer(y, self.values[a:b], seg)
+        del y
+        kept = np.flatnonzero(x > 0)
+        parent = np.searchsorted(seg, kept, side="right") - 1
+        out = [
+            starts[parent] + (kept - seg[parent]) if j == self.chain else codes[a:b][parent]
+            for j, codes in enumerate(self.codes)
+        ]
+        return out, x[kept], total
 
 
 def topdown(
@@ -179,8 +226,17 @@ def topdown(
         root = np.maximum(root, 0)
     codes: list[I64] = [np.zeros(int(root[0] > 0), dtype=np.int64) for _ in range(k)]
     values: I64 = root[root > 0]
-    stats.append(LevelStats(0, "root", 0, int(sigmas[0] > 0), int(values.size), float(sigmas[0]),
-                            time.perf_counter() - t0))
+    stats.append(
+        LevelStats(
+            0,
+            "root",
+            0,
+            int(sigmas[0] > 0),
+            int(values.size),
+            float(sigmas[0]),
+            time.perf_counter() - t0,
+        )
+    )
     if progress:
         progress(stats[-1])
 
@@ -195,41 +251,25 @@ def topdown(
         sigma = float(sigmas[level])
 
         n_parents = int(values.size)
-        starts_all = off[codes[c]]
-        counts_all = off[codes[c] + 1] - starts_all
-        chunks = _chunks(counts_all)
+        job = _LevelJob(
+            c,
+            codes,
+            values,
+            off[codes[c]],
+            off[codes[c] + 1] - off[codes[c]],
+            strides,
+            keys_true,
+            counts_true,
+            sigma,
+            opt,
+        )
+        chunks = _chunks(job.child_counts)
         sources = source.spawn(len(chunks))
-
-        def run_chunk(i: int) -> tuple[list[I64], I64, int]:
-            a, b = chunks[i]
-            counts = counts_all[a:b]
-            starts = starts_all[a:b]
-            total = int(counts.sum())
-            seg = np.zeros(counts.size, dtype=np.int64)
-            np.cumsum(counts[:-1], out=seg[1:])
-            # the refined chain has stride 1: a parent's children are keys first .. first+count-1
-            first = starts.copy()
-            for j in range(k):
-                if j != c:
-                    first += codes[j][a:b] * strides[j]
-            y = _true_counts(keys_true, counts_true, first, counts, seg, total)
-            if sigma > 0:
-                y += sample_discrete_gaussian(sigma, total, rng=sources[i])
-            x = opt(y, values[a:b], seg)
-            del y
-            kept = np.flatnonzero(x > 0)
-            parent = np.searchsorted(seg, kept, side="right") - 1
-            out = [
-                starts[parent] + (kept - seg[parent]) if j == c else codes[j][a:b][parent]
-                for j in range(k)
-            ]
-            return out, x[kept], total
-
         if len(chunks) > 1 and threads > 1:
             with ThreadPoolExecutor(min(threads, len(chunks))) as pool:
-                parts = list(pool.map(run_chunk, range(len(chunks))))
+                parts = list(pool.map(job.run, chunks, sources))
         else:
-            parts = [run_chunk(i) for i in range(len(chunks))]
+            parts = [job.run(chunk, src) for chunk, src in zip(chunks, sources, strict=True)]
         noised = sum(p[2] for p in parts)
         codes = [
             np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
@@ -237,8 +277,15 @@ def topdown(
         ]
         values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
         stats.append(
-            LevelStats(level, spec.level_name(level), n_parents, noised, int(values.size), sigma,
-                       time.perf_counter() - t0)
+            LevelStats(
+                level,
+                spec.level_name(level),
+                n_parents,
+                noised,
+                int(values.size),
+                sigma,
+                time.perf_counter() - t0,
+            )
         )
         if progress:
             progress(stats[-1])

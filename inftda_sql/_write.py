@@ -14,13 +14,13 @@ import duckdb
 import pyarrow as pa
 
 from . import _compile
-from ._version import __version__
 from ._accounting import Accounting
 from ._catalog import object_kind
 from ._errors import InftdaError, OutputExistsError
 from ._spec import TreeSpec
 from ._sql import ident, qualified, render, run, scalar
 from ._topdown import TopDownResult
+from ._version import __version__
 
 __all__ = ["LEDGER_TABLE", "begin_transaction", "write_release"]
 
@@ -73,7 +73,9 @@ def write_release(
         if view:
             run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
         run(con, render("ledger", ledger=ident(LEDGER_TABLE)))
-        release_id = int(scalar(con, f"SELECT coalesce(max(release_id), 0) + 1 FROM {ident(LEDGER_TABLE)}"))
+        release_id = int(
+            scalar(con, f"SELECT coalesce(max(release_id), 0) + 1 FROM {ident(LEDGER_TABLE)}")
+        )
         acct: Accounting = ledger["accounting"]
         b = acct.budget
         run(
@@ -83,7 +85,7 @@ def write_release(
             "$lnames, $lsens, $lrho, $lsigma, $seeded, $np, $version, $details)",
             {
                 "id": release_id,
-                "created": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+                "created": dt.datetime.now(dt.UTC).replace(tzinfo=None),
                 "input": ledger["input_table"],
                 "output": output,
                 "hier": ledger["hierarchy"],

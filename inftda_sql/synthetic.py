@@ -105,7 +105,9 @@ def italy_like(
     op = mun_prov_idx[origin[local]]
     lo, hi = prov_start[op], prov_start[op + 1]
     dest[local] = lo + (rng.random(local.sum()) * (hi - lo)).astype(np.int64)
-    region_start = np.concatenate(([0], np.cumsum(np.bincount(mun_region - 1, minlength=n_regions))))
+    region_start = np.concatenate(
+        ([0], np.cumsum(np.bincount(mun_region - 1, minlength=n_regions)))
+    )
     reg = (kind >= 0.6) & (kind < 0.85)
     orr = mun_region[origin[reg]] - 1
     lo, hi = region_start[orr], region_start[orr + 1]
@@ -129,41 +131,61 @@ def italy_like(
             run(con, f"DROP VIEW IF EXISTS {ident(names[k])}")
         for k in ("trips", "geo"):
             run(con, f"DROP TABLE IF EXISTS {ident(names[k])}")
-    geo = pa.table({
-        "region": mun_region.astype(np.int32),
-        "province": (mun_code // 1000).astype(np.int32),
-        "municipality": mun_code.astype(np.int32),
-    })
-    pairs = pa.table({
-        "o_region": mun_region[o_idx].astype(np.int32),
-        "o_province": (mun_code[o_idx] // 1000).astype(np.int32),
-        "o_mun": mun_code[o_idx].astype(np.int32),
-        "d_region": mun_region[d_idx].astype(np.int32),
-        "d_province": (mun_code[d_idx] // 1000).astype(np.int32),
-        "d_mun": mun_code[d_idx].astype(np.int32),
-        "n": counts,
-    })
+    geo = pa.table(
+        {
+            "region": mun_region.astype(np.int32),
+            "province": (mun_code // 1000).astype(np.int32),
+            "municipality": mun_code.astype(np.int32),
+        }
+    )
+    pairs = pa.table(
+        {
+            "o_region": mun_region[o_idx].astype(np.int32),
+            "o_province": (mun_code[o_idx] // 1000).astype(np.int32),
+            "o_mun": mun_code[o_idx].astype(np.int32),
+            "d_region": mun_region[d_idx].astype(np.int32),
+            "d_province": (mun_code[d_idx] // 1000).astype(np.int32),
+            "d_mun": mun_code[d_idx].astype(np.int32),
+            "n": counts,
+        }
+    )
     tmp_geo, tmp_pairs = f"__{prefix}geo_arrow", f"__{prefix}pairs_arrow"
     con.register(tmp_geo, geo)
     con.register(tmp_pairs, pairs)
     try:
-        run(con, f"CREATE TABLE {ident(names['geo'])} AS SELECT region, province, municipality, "
-                 f"'Comune ' || municipality AS name FROM {ident(tmp_geo)} ORDER BY municipality")
-        run(con, f"CREATE VIEW {ident(names['geo_origin'])} AS SELECT region AS o_region, "
-                 f"province AS o_province, municipality AS o_mun FROM {ident(names['geo'])}")
-        run(con, f"CREATE VIEW {ident(names['geo_destination'])} AS SELECT region AS d_region, "
-                 f"province AS d_province, municipality AS d_mun FROM {ident(names['geo'])}")
+        run(
+            con,
+            f"CREATE TABLE {ident(names['geo'])} AS SELECT region, province, municipality, "
+            f"'Comune ' || municipality AS name FROM {ident(tmp_geo)} ORDER BY municipality",
+        )
+        run(
+            con,
+            f"CREATE VIEW {ident(names['geo_origin'])} AS SELECT region AS o_region, "
+            f"province AS o_province, municipality AS o_mun FROM {ident(names['geo'])}",
+        )
+        run(
+            con,
+            f"CREATE VIEW {ident(names['geo_destination'])} AS SELECT region AS d_region, "
+            f"province AS d_province, municipality AS d_mun FROM {ident(names['geo'])}",
+        )
         if microdata:
-            run(con, f"CREATE TABLE {ident(names['trips'])} AS SELECT o_region, o_province, "
-                     f"o_mun, d_region, d_province, d_mun FROM {ident(tmp_pairs)}, "
-                     "range(n) AS r(i)")
+            run(
+                con,
+                f"CREATE TABLE {ident(names['trips'])} AS SELECT o_region, o_province, "
+                f"o_mun, d_region, d_province, d_mun FROM {ident(tmp_pairs)}, "
+                "range(n) AS r(i)",
+            )
         else:
             run(con, f"CREATE TABLE {ident(names['trips'])} AS SELECT * FROM {ident(tmp_pairs)}")
     finally:
         con.unregister(tmp_geo)
         con.unregister(tmp_pairs)
     return SyntheticOD(
-        geo=names["geo"], geo_origin=names["geo_origin"], geo_destination=names["geo_destination"],
-        trips=names["trips"], pairs=int(pair_key.size), trips_total=int(counts.sum()),
+        geo=names["geo"],
+        geo_origin=names["geo_origin"],
+        geo_destination=names["geo_destination"],
+        trips=names["trips"],
+        pairs=int(pair_key.size),
+        trips_total=int(counts.sum()),
         microdata=microdata,
     )

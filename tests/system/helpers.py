@@ -18,9 +18,12 @@ def make_geo(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchall()
 
 
-PERSONS = [("North", "N1", "n1a")] * 5 + [("North", "N2", "n2a")] * 3 + [
-    ("South", "S1", "s1c")
-] * 7 + [("South", "S1", "s1a")]
+PERSONS = (
+    [("North", "N1", "n1a")] * 5
+    + [("North", "N2", "n2a")] * 3
+    + [("South", "S1", "s1c")] * 7
+    + [("South", "S1", "s1a")]
+)
 
 
 def make_persons(con: duckdb.DuckDBPyConnection, name: str = "persons") -> None:
@@ -48,7 +51,9 @@ def make_od(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchall()
 
 
-def leaf_truth(con: duckdb.DuckDBPyConnection, table: str, cols: list[str], count: str | None = None) -> list[Any]:
+def leaf_truth(
+    con: duckdb.DuckDBPyConnection, table: str, cols: list[str], count: str | None = None
+) -> list[Any]:
     agg = f"sum({count})" if count else "count(*)"
     return con.execute(
         f"SELECT {', '.join(cols)}, {agg}::BIGINT FROM {table} GROUP BY ALL HAVING {agg} > 0 "

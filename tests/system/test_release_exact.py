@@ -38,8 +38,14 @@ def test_od_trees_of_different_depths(
 ) -> None:
     make_od(con)
     r = inftda_sql.release(
-        con, table, hierarchy=[["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]],
-        domain=["geo_o", "geo_d"], tree=tree, rho=INF, count=count, output="out",
+        con,
+        table,
+        hierarchy=[["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]],
+        domain=["geo_o", "geo_d"],
+        tree=tree,
+        rho=INF,
+        count=count,
+        output="out",
     )
     assert released(con, "out", OD_COLS) == leaf_truth(con, "od", OD_COLS, "n")
     assert r.spec.n_levels == 5
@@ -54,8 +60,11 @@ def test_sequential_chains_with_declared_categories(con: duckdb.DuckDBPyConnecti
     ).fetchall()
     cols = [*GEO, "age", "sex"]
     inftda_sql.release(
-        con, "people", hierarchy=[GEO, ["age"], ["sex"]],
-        domain=["geo", {"age": ["0-17", "18-64", "65+"]}, {"sex": ["F", "M", "X"]}], rho=INF,
+        con,
+        "people",
+        hierarchy=[GEO, ["age"], ["sex"]],
+        domain=["geo", {"age": ["0-17", "18-64", "65+"]}, {"sex": ["F", "M", "X"]}],
+        rho=INF,
     )
     assert released(con, "people_private", cols) == leaf_truth(con, "people", cols)
 
@@ -63,7 +72,9 @@ def test_sequential_chains_with_declared_categories(con: duckdb.DuckDBPyConnecti
 def test_unbounded_exact(con: duckdb.DuckDBPyConnection) -> None:
     make_geo(con)
     make_persons(con)
-    r = inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=INF, privacy="unbounded")
+    r = inftda_sql.release(
+        con, "persons", hierarchy=GEO, domain="geo", rho=INF, privacy="unbounded"
+    )
     assert released(con, "persons_private", GEO) == leaf_truth(con, "persons", GEO)
     assert r.accounting.level_names[0] == "root"
 
@@ -74,14 +85,22 @@ def test_relation_input_and_domain(con: duckdb.DuckDBPyConnection) -> None:
     rel = con.sql("SELECT * FROM persons WHERE region <> 'East'")
     inftda_sql.release(con, rel, hierarchy=GEO, domain=con.table("geo"), rho=INF, output="rel_out")
     assert released(con, "rel_out", GEO) == leaf_truth(con, "persons", GEO)
-    assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '__inftda%'").fetchall() == [(0,)]
+    assert con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '__inftda%'"
+    ).fetchall() == [(0,)]
 
 
 def test_levels_view_matches_truth_at_every_level(con: duckdb.DuckDBPyConnection) -> None:
     make_od(con)
     inftda_sql.release(
-        con, "od", hierarchy=[["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]],
-        domain=["geo_o", "geo_d"], tree="destination", rho=INF, count="n", output="out",
+        con,
+        "od",
+        hierarchy=[["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]],
+        domain=["geo_o", "geo_d"],
+        tree="destination",
+        rho=INF,
+        count="n",
+        output="out",
     )
     got = con.execute(
         "SELECT level, o_reg, d_reg, count FROM out_levels WHERE level = 2 ORDER BY ALL"
@@ -108,10 +127,18 @@ def test_portugal_commuting_exact(con: duckdb.DuckDBPyConnection, tree: str) -> 
     con.execute(f"CREATE VIEW geo_o AS SELECT {o_sel} FROM '{geo}'").fetchall()
     con.execute(f"CREATE VIEW geo_d AS SELECT {d_sel} FROM '{geo}'").fetchall()
     r = inftda_sql.release(
-        con, "pt", hierarchy=[o_cols, d_cols], domain=["geo_o", "geo_d"], tree=tree,
-        rho=INF, count="count", output="pt_private",
+        con,
+        "pt",
+        hierarchy=[o_cols, d_cols],
+        domain=["geo_o", "geo_d"],
+        tree=tree,
+        rho=INF,
+        count="count",
+        output="pt_private",
     )
-    assert released(con, "pt_private", o_cols + d_cols) == leaf_truth(con, "pt", o_cols + d_cols, "count")
+    assert released(con, "pt_private", o_cols + d_cols) == leaf_truth(
+        con, "pt", o_cols + d_cols, "count"
+    )
     assert r.total == 1_884_550
 
 
@@ -126,9 +153,13 @@ def _depth_key(col: str) -> int:
 def test_enum_and_integer_typed_hierarchies(con: duckdb.DuckDBPyConnection) -> None:
     """Domain values are cast to the input's types (ENUMs compare as text)."""
     con.execute("CREATE TYPE reg AS ENUM ('N', 'S')").fetchall()
-    con.execute("CREATE TABLE g AS SELECT * FROM (VALUES ('N', 11), ('N', 12), ('S', 21)) t(r, m)").fetchall()
+    con.execute(
+        "CREATE TABLE g AS SELECT * FROM (VALUES ('N', 11), ('N', 12), ('S', 21)) t(r, m)"
+    ).fetchall()
     con.execute("CREATE TABLE p (r reg, m INTEGER)").fetchall()
     con.execute("INSERT INTO p VALUES ('N', 11), ('N', 11), ('S', 21)").fetchall()
     inftda_sql.release(con, "p", hierarchy=["r", "m"], domain="g", rho=INF)
     assert con.execute("SELECT r::VARCHAR, m, count FROM p_private ORDER BY ALL").fetchall() == [
-        ("N", 11, 2), ("S", 21, 1)]
+        ("N", 11, 2),
+        ("S", 21, 1),
+    ]

@@ -39,8 +39,12 @@ def test_positive_integers_total_and_domain(con: duckdb.DuckDBPyConnection) -> N
         "SELECT count(*) FROM wpeople_private p ANTI JOIN wgeo g USING (region, province, mun)"
     ).fetchall()
     assert outside == [(0,)]
-    types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                             "WHERE table_name = 'wpeople_private'").fetchall())
+    types = dict(
+        con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'wpeople_private'"
+        ).fetchall()
+    )
     assert types["count"] == "BIGINT"
 
 
@@ -49,8 +53,16 @@ def test_zero_cells_of_the_domain_can_be_released(con: duckdb.DuckDBPyConnection
     _sparse_world(con)
     false_positive = 0
     for seed in range(5):
-        inftda_sql.release(con, "wpeople", hierarchy=GEO, domain="wgeo", rho=0.05, seed=seed,
-                           output="o", overwrite=True)
+        inftda_sql.release(
+            con,
+            "wpeople",
+            hierarchy=GEO,
+            domain="wgeo",
+            rho=0.05,
+            seed=seed,
+            output="o",
+            overwrite=True,
+        )
         false_positive += con.execute(
             "SELECT count(*) FROM o ANTI JOIN (SELECT DISTINCT * FROM wpeople) USING (region, province, mun)"
         ).fetchall()[0][0]
@@ -59,9 +71,20 @@ def test_zero_cells_of_the_domain_can_be_released(con: duckdb.DuckDBPyConnection
 
 def test_consistency_every_level_sums(con: duckdb.DuckDBPyConnection) -> None:
     make_od(con)
-    inftda_sql.release(con, "od", hierarchy=OD, domain=["geo_o", "geo_d"], tree="destination",
-                       rho=0.1, count="n", seed=3, output="out")
-    per_level = con.execute("SELECT level, sum(count) FROM out_levels GROUP BY 1 ORDER BY 1").fetchall()
+    inftda_sql.release(
+        con,
+        "od",
+        hierarchy=OD,
+        domain=["geo_o", "geo_d"],
+        tree="destination",
+        rho=0.1,
+        count="n",
+        seed=3,
+        output="out",
+    )
+    per_level = con.execute(
+        "SELECT level, sum(count) FROM out_levels GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     assert {total for _, total in per_level} == {23}
     assert len(per_level) == 6
 
@@ -80,10 +103,12 @@ def test_microdata_and_preaggregated_identical_under_seed(
 def test_ledger_row_matches_result(con: duckdb.DuckDBPyConnection) -> None:
     make_geo(con)
     make_persons(con)
-    r = inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", epsilon=1.0, delta=1e-8,
-                           seed=7)
-    row = con.execute("SELECT * FROM inftda_releases WHERE release_id = $id",
-                      {"id": r.release_id}).fetchall()
+    r = inftda_sql.release(
+        con, "persons", hierarchy=GEO, domain="geo", epsilon=1.0, delta=1e-8, seed=7
+    )
+    row = con.execute(
+        "SELECT * FROM inftda_releases WHERE release_id = $id", {"id": r.release_id}
+    ).fetchall()
     cols = [d[0] for d in con.execute("DESCRIBE inftda_releases").fetchall()]
     led = dict(zip(cols, row[0], strict=True))
     b = r.accounting.budget
@@ -106,7 +131,9 @@ def test_default_release_is_unseeded_and_private(con: duckdb.DuckDBPyConnection)
     make_persons(con)
     r = inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=1.0)
     assert not r.seeded and r.is_private and r.non_private == ()
-    assert con.execute("SELECT seeded, non_private FROM inftda_releases").fetchall() == [(False, [])]
+    assert con.execute("SELECT seeded, non_private FROM inftda_releases").fetchall() == [
+        (False, [])
+    ]
     text = str(r)
     assert "release #1" in text and "NOT PRIVATE" not in text
 
@@ -116,8 +143,16 @@ def test_unbounded_noises_the_root(con: duckdb.DuckDBPyConnection) -> None:
     make_persons(con)
     totals = set()
     for seed in range(6):
-        r = inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=0.05,
-                               privacy="unbounded", seed=seed, overwrite=True)
+        r = inftda_sql.release(
+            con,
+            "persons",
+            hierarchy=GEO,
+            domain="geo",
+            rho=0.05,
+            privacy="unbounded",
+            seed=seed,
+            overwrite=True,
+        )
         totals.add(r.total)
         assert r.levels[0].noised_cells == 1
     assert len(totals) > 1
@@ -152,13 +187,23 @@ def test_thread_count_does_not_change_a_seeded_release(
     for threads in (1, 2, 4):
         real = _topdown.topdown
 
-        def with_threads(*a: object, _n: int = threads, _real: object = real, **kw: object) -> object:
+        def with_threads(
+            *a: object, _n: int = threads, _real: object = real, **kw: object
+        ) -> object:
             kw["threads"] = _n
             return _real(*a, **kw)  # type: ignore[operator]
 
         monkeypatch.setattr("inftda_sql._release.topdown", with_threads)
-        inftda_sql.release(con, "wpeople", hierarchy=GEO, domain="wgeo", rho=0.3, seed=11,
-                           output="t", overwrite=True)
+        inftda_sql.release(
+            con,
+            "wpeople",
+            hierarchy=GEO,
+            domain="wgeo",
+            rho=0.3,
+            seed=11,
+            output="t",
+            overwrite=True,
+        )
         outputs.append(released(con, "t", GEO))
     assert outputs[0] == outputs[1] == outputs[2]
     assert len(outputs[0]) > 5

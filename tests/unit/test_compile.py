@@ -78,7 +78,14 @@ def test_key_strides_refuse_overflow() -> None:
 
 
 def test_templates_ship_as_package_data() -> None:
-    for name in ("domain_paths", "leaf_counts", "level_counts", "write_output", "levels_view", "ledger"):
+    for name in (
+        "domain_paths",
+        "leaf_counts",
+        "level_counts",
+        "write_output",
+        "levels_view",
+        "ledger",
+    ):
         assert template(name).strip()
 
 
