@@ -76,7 +76,7 @@ def depth_code(depth: int) -> str:
 
 
 def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) -> str:
-    """The distinct paths of a chain's domain, cast to the input's ``types``, sorted."""
+    """The paths of a chain's domain, cast to the input's ``types``, sorted (with repeats)."""
     casts = ", ".join(
         f"CAST({ident(c)} AS {t}) AS {ident(c)}" for c, t in zip(chain, types, strict=True)
     )

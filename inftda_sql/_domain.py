@@ -1,6 +1,6 @@
 """The public domain of each chain: validated, coded, and kept as a temporary code table.
 
-One sorted ``SELECT DISTINCT`` of the domain (``sql/domain_paths.sql``) is fetched as Arrow and,
+One sorted ``SELECT`` of the domain (``sql/domain_paths.sql``) is fetched as Arrow and,
 with a code column per depth added, registered back as the chain's code table.
 Because rows are sorted by (parent path, value), the dense code of a depth-``d`` node is the
 running count of rows where one of the first ``d`` columns changes, the children of a node are
@@ -76,6 +76,9 @@ def build_chain(
                 f"the {role} has {values.null_count} row(s) with NULL in {col!r}; every listed "
                 "path must be complete"
             )
+    distinct = _changes(paths, len(chain))
+    if not distinct.all():  # the domain lists some paths twice
+        paths = paths.filter(pa.array(distinct))
     codes: dict[str, np.ndarray] = {}
     parents: list[np.ndarray] = []
     previous: np.ndarray | None = None

@@ -163,3 +163,13 @@ def test_enum_and_integer_typed_hierarchies(con: duckdb.DuckDBPyConnection) -> N
         ("N", 11, 2),
         ("S", 21, 1),
     ]
+
+
+def test_domain_listing_paths_twice_is_fine(con: duckdb.DuckDBPyConnection) -> None:
+    make_geo(con)
+    make_persons(con)
+    con.execute("INSERT INTO geo SELECT * FROM geo").fetchall()
+    r = inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=INF)
+    assert released(con, "persons_private", GEO) == leaf_truth(con, "persons", GEO)
+    # the 6 leaves under the non-empty provinces N1, N2, S1, each once (12 if repeats were kept)
+    assert r.levels[-1].noised_cells == 6
