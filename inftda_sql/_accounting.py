@@ -859,8 +859,16 @@ def account(
     contribution: int = 1,
     distinct: bool = False,
     split: Iterable[float] | None = None,
+    noise_root: bool | None = None,
 ) -> Accounting:
     """Compute sensitivity, budget and noise scale of every noised level of a hierarchy.
+
+    The root total N is released without noise only when it is public: bounded DP with one
+    record per unit (``contribution == 1``), where N is the number of units. With
+    ``contribution = m > 1`` a unit holds 1..m records, so replacing it moves N by up to
+    ``m - 1`` and the root is noised with that sensitivity (``noise_root`` defaults to
+    ``privacy == "unbounded" or contribution > 1``; pass ``False`` only when every unit holds
+    exactly m records).
 
     Args:
         budget: the total budget.
@@ -871,7 +879,8 @@ def account(
         contribution: records per privacy unit, m (positive integer).
         distinct: the m records of a unit are guaranteed to be in distinct leaf cells.
         split: optional positive weights for the per-level budgets, one per noised level
-            (``n`` bounded, ``n + 1`` unbounded, root first); uniform by default.
+            (``n`` without a noised root, ``n + 1`` with it, root first); uniform by default.
+        noise_root: whether the root is a noised level (see above).
 
     Returns:
         The accounting.
@@ -902,8 +911,17 @@ def account(
     sens = level_sensitivities(
         len(names), privacy=model, contribution=contribution, distinct=distinct
     )
+    if noise_root is None:
+        noise_root = model == "unbounded" or int(contribution) > 1
     if model == "unbounded":
         names = ("root", *names)
+        if not noise_root:
+            raise SpecError("unbounded DP always noises the root; noise_root=False is invalid")
+    elif noise_root:
+        # bounded: the root moves by at most m - 1 (units hold 1..m records); with m == 1 and
+        # an explicit request, use 1 so that sigma stays positive (conservative)
+        names = ("root", *names)
+        sens = (float(max(int(contribution) - 1, 1)), *sens)
     if len(set(names)) != len(names):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise SpecError(f"level names must be unique, got {names!r} (repeated: {dupes!r})")

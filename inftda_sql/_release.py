@@ -31,15 +31,15 @@ from ._catalog import (
 )
 from ._domain import build_chain
 from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
+from ._mechanisms import GUARANTEES, MECHANISMS, MechanismContext, noised_levels, run_mechanism
 from ._random import as_source
 from ._spec import TreeSpec, parse_hierarchy
 from ._sql import arrow, ident, rows, run, scalar
-from ._topdown import ChainTree, LevelStats, topdown
+from ._topdown import ChainTree, LevelStats
 from ._write import begin_transaction, write_release
 
 __all__ = ["MECHANISMS", "Release", "release"]
 
-MECHANISMS = ("inftda",)
 PRIVACY_MODELS = ("bounded", "unbounded")
 
 
@@ -255,18 +255,15 @@ def release(
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     spec = parse_hierarchy(hierarchy, tree)
-    if mechanism not in MECHANISMS:
-        raise SpecError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {mechanism!r}")
     if privacy not in PRIVACY_MODELS:
         raise SpecError(f"privacy must be 'bounded' or 'unbounded', got {privacy!r}")
     contribution = _check_int("contribution", contribution, 1)
     if not isinstance(distinct, bool):
         raise SpecError(f"distinct must be True or False, got {distinct!r}")
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
-    level_names = [spec.level_name(lv) for lv in range(1, spec.n_levels + 1)]
     acct = account(
         budget,
-        level_names,
+        noised_levels(mechanism, spec),
         privacy=privacy,
         contribution=contribution,
         distinct=distinct,
@@ -370,7 +367,6 @@ def release(
         timings["validate"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        sigmas = list(acct.level_sigma) if privacy == "unbounded" else [0.0, *acct.level_sigma]
 
         def true_level(level: int, strides: tuple[int, ...]) -> tuple[Any, Any]:
             tab = arrow(con, _compile.level_counts(names, spec, level, strides))
@@ -379,9 +375,16 @@ def release(
                 tab.column("n").to_numpy().astype(np.int64, copy=False),
             )
 
-        result = topdown(
-            spec, chain_trees, true_level, sigmas, total, source=source, progress=progress
+        ctx = MechanismContext(
+            spec=spec,
+            chains=chain_trees,
+            true_level=true_level,
+            total=total,
+            accounting=acct,
+            source=source,
+            progress=progress,
         )
+        result = run_mechanism(mechanism, ctx)
         timings["topdown"] = time.perf_counter() - t0
 
         non_private = []
@@ -407,6 +410,7 @@ def release(
                 "tree": spec.tree,
                 "domain_source": "; ".join(domain_desc),
                 "mechanism": mechanism,
+                "guarantee": GUARANTEES[mechanism],
                 "accounting": acct,
                 "seeded": source.seeded,
                 "non_private": non_private,

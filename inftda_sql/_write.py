@@ -81,7 +81,8 @@ def write_release(
         run(
             con,
             f"INSERT INTO {ident(LEDGER_TABLE)} VALUES ($id, $created, $input, $output, $hier, "
-            "$tree, $domain, $mech, $privacy, $rho, $eps, $delta, $conv, $given, $m, $distinct, "
+            "$tree, $domain, $mech, $guarantee, $privacy, $rho, $eps, $delta, $conv, $given, "
+            "$m, $distinct, "
             "$lnames, $lsens, $lrho, $lsigma, $seeded, $np, $version, $details)",
             {
                 "id": release_id,
@@ -92,8 +93,9 @@ def write_release(
                 "tree": ledger["tree"],
                 "domain": ledger["domain_source"],
                 "mech": ledger["mechanism"],
+                "guarantee": ledger["guarantee"],
                 "privacy": acct.privacy,
-                "rho": b.rho,
+                "rho": b.rho if ledger["guarantee"] == "zCDP" else None,
                 "eps": b.epsilon,
                 "delta": b.delta,
                 "conv": b.conversion,

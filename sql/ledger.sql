@@ -8,8 +8,9 @@ CREATE TABLE IF NOT EXISTS $ledger (
     tree              VARCHAR NOT NULL,
     domain_source     VARCHAR NOT NULL,
     mechanism         VARCHAR NOT NULL,
+    guarantee         VARCHAR NOT NULL,  -- zCDP (rho composes by adding) or approxDP
     privacy           VARCHAR NOT NULL,
-    rho               DOUBLE NOT NULL,
+    rho               DOUBLE,            -- NULL for an (epsilon, delta)-DP mechanism
     epsilon           DOUBLE NOT NULL,
     delta             DOUBLE NOT NULL,
     conversion        VARCHAR NOT NULL,

@@ -518,7 +518,8 @@ def test_zcdp_compose() -> None:
 
 def test_account_bounded() -> None:
     names = ["o_region|d_region", "o_province|d_province", "o_muni|d_muni"]
-    acc = account(Budget.from_args(rho=0.9), names, contribution=2, distinct=True)
+    # every unit holds exactly m = 2 records here, so N is public and the root stays unnoised
+    acc = account(Budget.from_args(rho=0.9), names, contribution=2, distinct=True, noise_root=False)
     assert acc.level_names == tuple(names)
     assert acc.privacy == "bounded" and acc.contribution == 2 and acc.distinct
     assert acc.level_sensitivity == level_sensitivities(3, contribution=2, distinct=True)
@@ -656,9 +657,22 @@ def test_account_invariants(rho: float, n: int, privacy: str, m: int, distinct: 
         contribution=m,
         distinct=distinct,
     )
-    k = n + (privacy == "unbounded")
+    # the root is noised unless N is public (bounded DP with one record per unit)
+    k = n + (privacy == "unbounded" or m > 1)
     assert len(acc.level_names) == len(acc.level_rho) == len(acc.level_sigma) == k
     assert math.fsum(acc.level_rho) <= rho
     assert math.fsum(acc.level_rho) == pytest.approx(rho, rel=1e-14)
     for d, r, s in zip(acc.level_sensitivity, acc.level_rho, acc.level_sigma, strict=True):
         assert d**2 / (2 * s**2) == pytest.approx(r, rel=1e-12)
+
+
+def test_bounded_with_several_records_per_unit_noises_the_root() -> None:
+    """Replacing a unit holding 1 record by one holding m moves N by m - 1: N is not public."""
+    from inftda_sql._accounting import account
+
+    acct = account(Budget.from_args(rho=1.0), ["a", "b"], contribution=3)
+    assert acct.level_names == ("root", "a", "b")
+    assert acct.level_sensitivity[0] == 2.0
+    assert account(Budget.from_args(rho=1.0), ["a", "b"]).level_names == ("a", "b")
+    exact_m = account(Budget.from_args(rho=1.0), ["a"], contribution=3, noise_root=False)
+    assert exact_m.level_names == ("a",)
