@@ -31,7 +31,14 @@ from ._catalog import (
 )
 from ._domain import build_chain
 from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
-from ._mechanisms import GUARANTEES, MECHANISMS, MechanismContext, noised_levels, run_mechanism
+from ._mechanisms import (
+    DEFAULT_MAX_CELLS,
+    GUARANTEES,
+    MECHANISMS,
+    MechanismContext,
+    noised_levels,
+    run_mechanism,
+)
 from ._random import as_source
 from ._spec import TreeSpec, parse_hierarchy
 from ._sql import arrow, ident, rows, run, scalar
@@ -201,6 +208,7 @@ def release(
     seed: int | None = None,
     domain_from_data: bool = False,
     levels_view: bool = True,
+    max_cells: int = DEFAULT_MAX_CELLS,
     progress: Callable[[LevelStats], None] | None = None,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
@@ -236,6 +244,8 @@ def release(
         domain_from_data: take the categories from the private data instead of a public domain.
             NOT PRIVATE (which cells exist leaks); recorded as such in the ledger.
         levels_view: also create the view ``<output>_levels`` with every level.
+        max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
+            ``hierarchical``) refuse domains with more cells than this.
         progress: called with each level's statistics as it completes.
 
     Returns:
