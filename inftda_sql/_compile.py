@@ -23,6 +23,7 @@ __all__ = [
     "TempNames",
     "ancestors",
     "bad_path",
+    "bound_units",
     "domain_paths",
     "key_strides",
     "leaf_codes",
@@ -83,6 +84,19 @@ def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) ->
     return render("domain_paths", casts=casts, domain=domain_sql)
 
 
+def bound_units(spec: TreeSpec, input_sql: str, unit: str, *, distinct: bool, m: int) -> str:
+    """The input with a ``__keep`` flag: at most ``m`` records (or distinct leaf cells) per unit.
+
+    The secret salt is the bound parameter ``$salt``.
+    """
+    cols = _cols(spec.columns)
+    source = f"(SELECT DISTINCT {ident(unit)}, {cols} FROM {input_sql})" if distinct else input_sql
+    text = render(
+        "bound_units", cols=cols, unit=ident(unit), source=source, m=str(int(m)), salt="$salt"
+    )
+    return f"({text.strip()})"
+
+
 def ancestors(spec: TreeSpec) -> list[str]:
     """All non-leaf hierarchy columns, chain after chain (the order of the path hash)."""
     return [col for chain in spec.chains for col in chain[:-1]]
@@ -115,12 +129,21 @@ def leaf_counts(
     count: str | None,
     count_is_integer: bool,
     as_varchar: frozenset[str] = frozenset(),
+    bounded: bool = False,
 ) -> str:
     """The single scan of the private input, grouped by the leaf column of every chain.
 
-    ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR.
+    ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
+    ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``).
     """
-    if count is None:
+    if bounded:  # input from bound_units(): count the records each unit keeps
+        parts = {
+            "count_sum": "(count(*) FILTER (WHERE __keep))::BIGINT",
+            "count_min": "1",
+            "count_frac": "false",
+            "count_nulls": "0",
+        }
+    elif count is None:
         parts = {
             "count_sum": "count(*)::BIGINT",
             "count_min": "1",

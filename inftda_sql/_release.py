@@ -77,6 +77,9 @@ class Release:
     timings: dict[str, float] = field(default_factory=dict)
     seeded: bool = False
     non_private: tuple[str, ...] = ()
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    """Facts about the private input for the data owner only (e.g. rows dropped by the
+    contribution bound). NOT differentially private: never publish them."""
 
     @property
     def is_private(self) -> bool:
@@ -100,6 +103,7 @@ class Release:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "seeded": self.seeded,
             "non_private": list(self.non_private),
+            "diagnostics (not private)": dict(self.diagnostics),
         }
 
     def _level_rows(self) -> list[tuple[str, ...]]:
@@ -198,6 +202,7 @@ def release(
     delta: float | None = None,
     conversion: str = "tight",
     privacy: str = "bounded",
+    privacy_unit: str | None = None,
     contribution: int = 1,
     distinct: bool = False,
     split: Sequence[float] | None = None,
@@ -233,8 +238,13 @@ def release(
             (``"tight"``: Canonne-Kamath-Steinke 2020; ``"simple"``: Bun-Steinke 2016).
         privacy: ``"bounded"`` (replace one unit; the total N is public) or ``"unbounded"``
             (add/remove one unit; the root is noised too).
+        privacy_unit: column identifying the privacy unit (a person, a household). Each unit
+            then keeps at most ``contribution`` of its records (with ``distinct=True``: at most
+            that many distinct leaf cells), chosen uniformly at random in SQL before counting.
+            Without it every row is its own unit and ``contribution`` states a bound the caller
+            guarantees.
         contribution: records per privacy unit (m), with ``distinct`` if they fall in distinct
-            leaf cells. Each input row is one unit's record; bounding is the caller's duty.
+            leaf cells. With m > 1 the root total is noised too (it is no longer public).
         split: per-level weights of rho (uniform by default).
         count: name of the count column of a pre-aggregated input.
         output: output table (default ``<table>_private``); ``overwrite=True`` replaces it.
@@ -359,21 +369,42 @@ def release(
         timings["domain"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        scan_sql, scan_params = inp.sql, None
+        if privacy_unit is not None:
+            unit = _check_unit(con, inp, privacy_unit, spec, count)
+            salt = source.words(4).tobytes().hex()  # 256-bit secret for the random choice
+            scan_sql = _compile.bound_units(spec, inp.sql, unit, distinct=distinct, m=contribution)
+            scan_params = {"salt": salt}
         enums = frozenset(
             c for c in spec.columns if _join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
         )
-        run(
-            con,
-            _compile.leaf_counts(
-                names, spec, inp.sql, count and inp.column(count, "count"), count_is_integer, enums
-            ),
+        leaf_sql = _compile.leaf_counts(
+            names,
+            spec,
+            scan_sql,
+            count and inp.column(count, "count"),
+            count_is_integer,
+            enums,
+            bounded=privacy_unit is not None,
         )
+        run(con, leaf_sql, scan_params)
         timings["scan"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         _validate_input(con, names, spec, count, inp)
         run(con, _compile.leaf_codes(names, spec))
         _check_paths(con, names, spec, inp)
         total = int(scalar(con, f"SELECT coalesce(sum(n), 0) FROM {ident(names.keys)}"))
+        diagnostics: dict[str, Any] = {}
+        if privacy_unit is not None:
+            rows_in = int(scalar(con, f"SELECT count(*) FROM {inp.sql}"))
+            diagnostics = {
+                "privacy_unit": privacy_unit,
+                "contribution_bound": contribution,
+                "distinct": distinct,
+                "rows_in": rows_in,
+                "rows_kept": total,
+                "rows_dropped": rows_in - total,
+            }
         timings["validate"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -425,7 +456,11 @@ def release(
                 "seeded": source.seeded,
                 "non_private": non_private,
                 "details": json.dumps(
-                    {"levels": [lv.as_dict() for lv in result.levels], "levels_view": view_name}
+                    {
+                        "levels": [lv.as_dict() for lv in result.levels],
+                        "levels_view": view_name,
+                        "diagnostics (not private, for the data owner only)": diagnostics,
+                    }
                 ),
             },
         )
@@ -444,6 +479,7 @@ def release(
             timings=timings,
             seeded=source.seeded,
             non_private=tuple(non_private),
+            diagnostics=diagnostics,
         )
     finally:
         for src in sources:
@@ -496,6 +532,33 @@ def _validate_input(
                 f"count column {count!r} has non-integer values; counts must "
                 "be whole numbers (CAST or ROUND them in a view)"
             )
+
+
+def _check_unit(
+    con: duckdb.DuckDBPyConnection, inp: Source, unit: object, spec: TreeSpec, count: str | None
+) -> str:
+    """The privacy-unit column: present, not a hierarchy or count column, never NULL."""
+    if not isinstance(unit, str) or not unit:
+        raise SpecError(f"privacy_unit must be a column name, got {unit!r}")
+    stored = inp.column(unit, "privacy unit")
+    if unit.lower() in {c.lower() for c in spec.columns}:
+        raise SpecError(
+            f"privacy_unit {unit!r} is also a hierarchy column; name the column that "
+            "identifies a person or household"
+        )
+    if count is not None:
+        raise SpecError(
+            "privacy_unit= bounds the records of each unit and needs one row per record, but "
+            f"count={count!r} says rows are pre-aggregated; expand them first "
+            f"(SELECT t.* EXCLUDE ({count}) FROM t, range(t.{count})) or drop privacy_unit="
+        )
+    nulls = scalar(con, f"SELECT count(*) FROM {inp.sql} WHERE {ident(stored)} IS NULL")
+    if nulls:
+        raise InputDataError(
+            f"privacy unit column {stored!r} has {nulls} NULL value(s); every "
+            "record must belong to a unit (drop or label them in a view)"
+        )
+    return stored
 
 
 def _null_error(col: str, inp: Source) -> None:
