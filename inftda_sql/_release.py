@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _compile
 from ._accounting import Accounting, Budget, account
+from ._budget import check_budget
 from ._catalog import (
     Source,
     check_domain_types,
@@ -212,6 +213,7 @@ def release(
     mechanism: str = "inftda",
     seed: int | None = None,
     domain_from_data: bool = False,
+    budget_override: bool = False,
     levels_view: bool = True,
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Callable[[LevelStats], None] | None = None,
@@ -253,6 +255,8 @@ def release(
             then recorded as seeded and not private.
         domain_from_data: take the categories from the private data instead of a public domain.
             NOT PRIVATE (which cells exist leaks); recorded as such in the ledger.
+        budget_override: release even if it exceeds the budget stored for the input with
+            :func:`set_budget` (recorded in the ledger as an override).
         levels_view: also create the view ``<output>_levels`` with every level.
         max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
             ``hierarchical``) refuse domains with more cells than this.
@@ -322,6 +326,11 @@ def release(
     # fail fast (before any work) if the caller left a transaction open
     begin_transaction(con)
     run(con, "ROLLBACK")
+    budget_note = None
+    if isinstance(table, str):
+        budget_note = check_budget(
+            con, table, budget, GUARANTEES[mechanism], override=bool(budget_override)
+        )
 
     sources: list[Source] = []
     temp_tables = [names.leaf, names.keys]
@@ -435,6 +444,8 @@ def release(
             non_private.append("domain taken from the data")
         if source.seeded:
             non_private.append("seeded noise (tests and benchmarks only)")
+        if budget_note:
+            non_private.append(budget_note)
         t0 = time.perf_counter()
         release_id = write_release(
             con,
