@@ -9,7 +9,10 @@ The package is organised as the pipeline of a release:
 * **post-processing**: :func:`intopt`, the integer Chebyshev projection of InfTDA, vectorised over
   many parents -- ``_intopt.py``;
 * **releasing a table**: :func:`release` compiles the hierarchy into DuckDB SQL (``sql/``), runs the
-  TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``.
+  TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``;
+* **managing budgets**: :func:`set_budget` stores a total budget per input table, :func:`ledger`
+  shows releases, spent and remaining -- ``_budget.py``; :func:`plan` predicts per-level noise
+  and error before touching data -- ``_planning.py``.
 
 Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 """
@@ -17,6 +20,7 @@ Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 from __future__ import annotations
 
 from ._accounting import Accounting, Budget
+from ._budget import Ledger, ledger, set_budget
 from ._errors import (
     BudgetError,
     BudgetExceededError,
@@ -29,6 +33,7 @@ from ._errors import (
 )
 from ._intopt import intopt
 from ._noise import sample_discrete_gaussian
+from ._planning import Plan, plan
 from ._release import Release, release
 from ._version import __version__
 
@@ -41,11 +46,16 @@ __all__ = [
     "InftdaError",
     "InputDataError",
     "InternalError",
+    "Ledger",
     "OutputExistsError",
+    "Plan",
     "Release",
     "SpecError",
     "__version__",
     "intopt",
+    "ledger",
+    "plan",
     "release",
     "sample_discrete_gaussian",
+    "set_budget",
 ]

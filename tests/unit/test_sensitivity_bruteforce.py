@@ -189,3 +189,20 @@ def test_distinct_bound_does_not_hold_above_the_leaves() -> None:
     assert observed[1] == pytest.approx(math.sqrt(5))
     unbounded = case.max_change("unbounded")
     assert unbounded[0] == case.m > math.sqrt(case.m)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.tree}-m{c.m}-distinct{c.distinct}")
+def test_bounded_root_is_public_only_with_one_record_per_unit(case: Case) -> None:
+    """Bounded DP: with m = 1, N never moves (released exactly); with m > 1 the accounting
+    noises the root with sensitivity m - 1, the exact worst case (units hold 1..m records)."""
+    from inftda_sql._accounting import Budget, account
+
+    observed_root = case.max_change("bounded")[0]
+    names = [f"l{i}" for i in range(1, case.n_levels + 1)]
+    acct = account(Budget.from_args(rho=1.0), names, contribution=case.m, distinct=case.distinct)
+    if case.m == 1:
+        assert observed_root == 0.0
+        assert acct.level_names[0] != "root"
+    else:
+        assert acct.level_names[0] == "root"
+        assert acct.level_sensitivity[0] == observed_root == case.m - 1
