@@ -386,7 +386,7 @@ def plan(
             name=names[i],
             nodes=nodes[i],
             rho=acct.level_rho[i + off],
-            sigma=sig[i + off],
+            sigma=float(sig[i + off]),
             bound=float(bounds[i + off]),
             simulated=None if sim_med is None else float(sim_med[i]),
             simulated_worst=None if sim_max is None else float(sim_max[i]),
