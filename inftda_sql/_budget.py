@@ -47,7 +47,7 @@ def set_budget(
         >>> con = duckdb.connect()
         >>> _ = con.execute("CREATE TABLE trips (a INTEGER)")
         >>> round(set_budget(con, "trips", epsilon=2.0, delta=1e-8).rho, 4)
-        0.0735
+        0.0639
     """
     if not isinstance(table, str) or not table:
         raise SpecError(f"set_budget needs the input table's name, got {table!r}")
