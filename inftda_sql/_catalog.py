@@ -79,6 +79,18 @@ def _describe(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[str, str]]
     return [(r[0], r[1]) for r in rows(con, f"DESCRIBE SELECT * FROM {sql}")]
 
 
+def _temp_source(con: duckdb.DuckDBPyConnection, temp_name: str, description: str) -> Source:
+    sql = ident(temp_name)
+    cols = _describe(con, sql)
+    return Source(
+        sql,
+        description,
+        {n.lower(): t for n, t in cols},
+        {n.lower(): n for n, _ in cols},
+        temp_view=temp_name,
+    )
+
+
 def resolve_source(
     con: duckdb.DuckDBPyConnection,
     obj: object,
@@ -118,15 +130,7 @@ def resolve_source(
             obj.create_view(temp_name, replace=True)
         except duckdb.Error as exc:
             raise error(f"{role}: the DuckDB relation cannot be used here ({exc})") from exc
-        sql = ident(temp_name)
-        cols = _describe(con, sql)
-        return Source(
-            sql,
-            f"the {role} relation",
-            {n.lower(): t for n, t in cols},
-            {n.lower(): n for n, _ in cols},
-            temp_view=temp_name,
-        )
+        return _temp_source(con, temp_name, f"the {role} relation")
     if isinstance(obj, Mapping):
         data = {}
         for col, values in obj.items():
@@ -149,15 +153,7 @@ def resolve_source(
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise error(f"{role} mapping has mixed value types: {exc}") from exc
         con.register(temp_name, table)
-        sql = ident(temp_name)
-        cols = _describe(con, sql)
-        return Source(
-            sql,
-            f"the declared {role}",
-            {n.lower(): t for n, t in cols},
-            {n.lower(): n for n, _ in cols},
-            temp_view=temp_name,
-        )
+        return _temp_source(con, temp_name, f"the declared {role}")
     raise error(
         f"{role} must be a table or view name, a DuckDB relation or a mapping "
         f"{{column: [values]}}; got {type(obj).__name__}"

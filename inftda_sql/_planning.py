@@ -39,6 +39,7 @@ from ._errors import DomainError, SpecError
 from ._random import SeededSource
 from ._spec import parse_hierarchy
 from ._sql import ident, scalar
+from ._tables import html_table, text_table
 from ._topdown import ChainTree, topdown
 
 __all__ = ["Plan", "PlanLevel", "plan"]
@@ -118,27 +119,11 @@ class Plan:
             f"{self.accounting.privacy} DP; bound holds for all levels with probability "
             f">= {1 - self.beta:g}{sim}"
         )
-        table = [self._HEADER, *self._rows()]
-        widths = [max(len(r[i]) for r in table) for i in range(len(self._HEADER))]
-        lines = [head]
-        for r in table:
-            lines.append(
-                "  ".join(
-                    c.ljust(w) if i == 0 else c.rjust(w)
-                    for i, (c, w) in enumerate(zip(r, widths, strict=True))
-                )
-            )
-        return "\n".join(lines)
+        return "\n".join([head, *text_table(self._HEADER, self._rows(), left=0)])
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEADER)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-            for r in self._rows()
-        )
-        return (
-            f"<p>{html.escape(str(self).splitlines()[0])}</p><table><tr>{head}</tr>{body}</table>"
-        )
+        summary = html.escape(str(self).splitlines()[0])
+        return html_table(self._HEADER, self._rows(), before=f"<p>{summary}</p>")
 
 
 def _domain_shape(

@@ -43,6 +43,7 @@ from ._mechanisms import (
 from ._random import as_source
 from ._spec import TreeSpec, parse_hierarchy
 from ._sql import arrow, ident, rows, run, scalar
+from ._tables import html_table, text_table
 from ._topdown import ChainTree, LevelStats
 from ._write import begin_transaction, write_release
 
@@ -135,30 +136,17 @@ class Release:
             f"[{b.conversion} conversion]; released total {self.total:,}; "
             f"{sum(self.timings.values()):.2f} s",
         ]
-        table = [self._HEADER, *self._level_rows()]
-        widths = [max(len(r[i]) for r in table) for i in range(len(self._HEADER))]
-        for r in table:
-            lines.append(
-                "  ".join(
-                    cell.rjust(w) if i != 1 else cell.ljust(w)
-                    for i, (cell, w) in enumerate(zip(r, widths, strict=True))
-                )
-            )
+        lines += text_table(self._HEADER, self._level_rows(), left=1)
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEADER)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-            for r in self._level_rows()
-        )
         warn = ""
         if self.non_private:
             warn = f"<p><b>NOT PRIVATE</b>: {html.escape('; '.join(self.non_private))}</p>"
         summary = html.escape(str(self).splitlines()[int(bool(self.non_private))])
-        return f"{warn}<p>{summary}</p><table><tr>{head}</tr>{body}</table>"
+        return html_table(self._HEADER, self._level_rows(), before=f"{warn}<p>{summary}</p>")
 
 
 def _normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
