@@ -12,7 +12,12 @@ The package is organised as the pipeline of a release:
   TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``;
 * **managing budgets**: :func:`set_budget` stores a total budget per input table, :func:`ledger`
   shows releases, spent and remaining -- ``_budget.py``; :func:`plan` predicts per-level noise
-  and error before touching data -- ``_planning.py``.
+  and error before touching data -- ``_planning.py``;
+* **checking a release** (outside the privacy boundary: it reads the true data):
+  :func:`evaluate` compares a release with the truth per level, :func:`plot_evaluation` and
+  :func:`plot_zoom` draw it -- ``_evaluate.py``, ``_plot.py``;
+* **opening files for other clients**: :func:`connect` with ``storage_version=`` writes files
+  that older DuckDB engines (SQL IDEs) can read -- ``_compat.py``.
 
 Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 from ._accounting import Accounting, Budget
 from ._budget import Ledger, ledger, set_budget
+from ._compat import connect, storage_version
 from ._errors import (
     BudgetError,
     BudgetExceededError,
@@ -31,9 +37,11 @@ from ._errors import (
     OutputExistsError,
     SpecError,
 )
+from ._evaluate import evaluate
 from ._intopt import intopt
 from ._noise import sample_discrete_gaussian
 from ._planning import Plan, plan
+from ._plot import plot_evaluation, plot_zoom
 from ._release import Release, release
 from ._version import __version__
 
@@ -52,10 +60,15 @@ __all__ = [
     "Release",
     "SpecError",
     "__version__",
+    "connect",
+    "evaluate",
     "intopt",
     "ledger",
     "plan",
+    "plot_evaluation",
+    "plot_zoom",
     "release",
     "sample_discrete_gaussian",
     "set_budget",
+    "storage_version",
 ]

@@ -337,7 +337,8 @@ def release(
             if fam not in ("integer", "fractional"):
                 raise InputDataError(
                     f"count column {stored!r} has type {inp.columns[count.lower()]}, not a "
-                    "number; pass the column holding the number of records per row"
+                    "number; pass the column holding the number of records per row, or CAST it "
+                    f"in a view: SELECT * REPLACE (CAST({stored} AS BIGINT) AS {stored}) FROM ..."
                 )
             count_is_integer = fam == "integer"
             if count.lower() in {c.lower() for c in spec.columns}:
@@ -524,7 +525,8 @@ def _validate_input(
             )[0]
             raise InputDataError(
                 f"count column {count!r} has negative values, e.g. {ex[-1]} at "
-                f"({_example(ex, cols)}); counts must be non-negative integers"
+                f"({_example(ex, cols)}); counts must be non-negative integers: fix or drop those "
+                f"rows in a view first (e.g. WHERE {count} >= 0)"
             )
         if frac:
             raise InputDataError(

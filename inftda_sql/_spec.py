@@ -115,8 +115,8 @@ def parse_hierarchy(hierarchy: object, tree: str | None = None) -> TreeSpec:
     """
     if isinstance(hierarchy, str):
         raise SpecError(
-            f"hierarchy must be a list of columns, got the string {hierarchy!r}; "
-            f"write hierarchy=[{hierarchy!r}]"
+            f"hierarchy must be a list of columns, got the string {hierarchy!r}; write "
+            f"hierarchy={[c.strip() for c in hierarchy.split(',') if c.strip()]!r}"
         )
     if not isinstance(hierarchy, Sequence) or not hierarchy:
         raise SpecError(

@@ -17,10 +17,31 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_public_names_are_pinned() -> None:
     """Nothing leaks into the API by accident: __all__ is the documented surface, sorted."""
     expected = [
-        "Accounting", "Budget", "BudgetError", "BudgetExceededError", "DomainError",
-        "InftdaError", "InputDataError", "InternalError", "Ledger", "OutputExistsError", "Plan",
-        "Release", "SpecError", "__version__", "intopt", "ledger", "plan", "release",
-        "sample_discrete_gaussian", "set_budget",
+        "Accounting",
+        "Budget",
+        "BudgetError",
+        "BudgetExceededError",
+        "DomainError",
+        "InftdaError",
+        "InputDataError",
+        "InternalError",
+        "Ledger",
+        "OutputExistsError",
+        "Plan",
+        "Release",
+        "SpecError",
+        "__version__",
+        "connect",
+        "evaluate",
+        "intopt",
+        "ledger",
+        "plan",
+        "plot_evaluation",
+        "plot_zoom",
+        "release",
+        "sample_discrete_gaussian",
+        "set_budget",
+        "storage_version",
     ]
     assert inftda_sql.__all__ == expected
     for name in expected:

@@ -1,0 +1,212 @@
+"""``evaluate()``: per-level accuracy of a release, measured against the true data.
+
+NOT PRIVATE. Evaluation reads the true (private) data, so it sits outside the privacy boundary:
+its numbers are for the data owner choosing a budget or a mechanism, never for publication, and
+nothing here touches the ledger. The comparison runs in DuckDB (``sql/evaluate_levels.sql``):
+each side is scanned once and grouped to its leaf cells, every level of the release's tree is a
+``GROUP BY`` of those, and the two sides meet in a ``FULL OUTER JOIN`` per level, so it scales
+like a release does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from ._catalog import Source, drop_temp, resolve_source, type_family
+from ._errors import InputDataError, SpecError
+from ._spec import TreeSpec, parse_hierarchy
+from ._sql import arrow, ident, render
+
+__all__ = ["EVALUATION_COLUMNS", "compared_cells", "evaluate", "level_cell_columns"]
+
+#: the columns of the relation :func:`evaluate` returns, in order
+EVALUATION_COLUMNS = (
+    "level",
+    "level_name",
+    "cells_true",
+    "cells_released",
+    "max_abs_error",
+    "mean_abs_error",
+    "false_discovery_rate",
+    "false_negative_rate",
+    "total_true",
+    "total_released",
+)
+
+
+def level_cell_columns(spec: TreeSpec, level: int) -> tuple[str, ...]:
+    """The columns that identify a cell of ``level``: every column of each chain down to the
+    depth the level refines it to (ancestors included, so equal codes under different parents
+    stay distinct)."""
+    return tuple(
+        col
+        for chain, depth in zip(spec.chains, spec.levels[level], strict=True)
+        for col in chain[:depth]
+    )
+
+
+def _count_column(src: Source, name: object, role: str) -> tuple[str, bool]:
+    """The stored name of a count column and whether it holds integers."""
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{role} must be a column name, got {name!r}")
+    stored = src.column(name, role)
+    fam = type_family(src.columns[name.lower()])
+    if fam not in ("integer", "fractional"):
+        raise InputDataError(
+            f"{role} {stored!r} of {src.description} has type {src.columns[name.lower()]}, not a "
+            "number; pass the column holding the number of records per row"
+        )
+    return stored, fam == "integer"
+
+
+def _level_cells(spec: TreeSpec, level: int) -> str:
+    """SQL of one level's cells: (level, true count t, released count r), over the union."""
+    if level == 0:
+        return (
+            "    SELECT 0 AS level, coalesce((SELECT sum(__n) FROM truth_leaf), 0) AS t, "
+            "coalesce((SELECT sum(__n) FROM released_leaf), 0) AS r"
+        )
+    cols = level_cell_columns(spec, level)
+    sel = ", ".join(ident(c) for c in cols)
+    on = " AND ".join(f"tl.{ident(c)} IS NOT DISTINCT FROM rl.{ident(c)}" for c in cols)
+    return (
+        f"    SELECT {level} AS level, coalesce(tl.__n, 0) AS t, coalesce(rl.__n, 0) AS r\n"
+        f"    FROM (SELECT {sel}, sum(__n) AS __n FROM truth_leaf GROUP BY ALL) AS tl\n"
+        f"    FULL OUTER JOIN (SELECT {sel}, sum(__n) AS __n FROM released_leaf GROUP BY ALL)"
+        " AS rl\n"
+        f"    ON {on}\n"
+        "    WHERE coalesce(tl.__n, 0) <> 0 OR coalesce(rl.__n, 0) <> 0"
+    )
+
+
+def evaluate(
+    con: duckdb.DuckDBPyConnection,
+    truth: str | duckdb.DuckDBPyRelation,
+    released: str | duckdb.DuckDBPyRelation,
+    /,
+    *,
+    hierarchy: Sequence[str] | Sequence[Sequence[str]],
+    tree: str | None = None,
+    count: str | None = None,
+    released_count: str = "count",
+) -> duckdb.DuckDBPyRelation:
+    """Per-level accuracy of a released table against the true data (NOT PRIVATE).
+
+    **Outside the privacy boundary.** Evaluation reads the TRUE data, so its results are as
+    sensitive as the data: they are for the data owner (to choose a budget or a mechanism) and
+    must not be published. It never writes to the ledger, and it is not a release.
+
+    The levels are exactly those of :func:`~inftda_sql.release` with the same ``hierarchy`` and
+    ``tree`` (level 0 = the root, the total; the last level = the leaves); a cell of a level is
+    identified by every column of each chain down to the depth that level refines it to. Per
+    level the two tables are compared over the UNION of their cells (a cell missing on one side
+    counts 0; cells zero on both sides are ignored, except the root).
+
+    Args:
+        con: the DuckDB connection holding both tables.
+        truth: the true data: a table/view name or a relation; microdata (one row per record)
+            or pre-aggregated with ``count=``.
+        released: the released table (as written by ``release()``), name or relation.
+        hierarchy: the hierarchy of the release (``release(hierarchy=...)``).
+        tree: the tree of the release (``release(tree=...)``).
+        count: the count column of a pre-aggregated ``truth`` (None: one row per record).
+        released_count: the count column of ``released``.
+
+    Returns:
+        A relation with one row per level, ordered by level: ``level``, ``level_name``,
+        ``cells_true`` (cells with a true count > 0), ``cells_released`` (released count > 0),
+        ``max_abs_error`` and ``mean_abs_error`` (over the union of cells),
+        ``false_discovery_rate`` (share of released cells > 0 whose true count is 0; 0 when
+        nothing is released), ``false_negative_rate`` (share of true cells > 0 released as
+        0, negative or missing; 0 when there are none), ``total_true``, ``total_released``.
+        Counts and errors are BIGINT when both count columns are integers, else DOUBLE. The
+        result is computed once (one query) and held in memory as a small Arrow table; the
+        relation reads that table, so it stays valid if the inputs change or are dropped, and
+        nothing is added to the database's catalog.
+
+    Example:
+        >>> import duckdb, inftda_sql
+        >>> con = duckdb.connect()
+        >>> _ = con.execute("CREATE TABLE geo (region VARCHAR, city VARCHAR)")
+        >>> _ = con.execute("INSERT INTO geo VALUES ('N', 'a'), ('N', 'b'), ('S', 'c')")
+        >>> _ = con.execute("CREATE TABLE persons AS SELECT * FROM geo, range(2) WHERE city <> 'b'")
+        >>> _ = inftda_sql.release(con, "persons", hierarchy=["region", "city"], domain="geo",
+        ...                        rho=float("inf"))
+        >>> ev = evaluate(con, "persons", "persons_private", hierarchy=["region", "city"])
+        >>> ev.project("level, level_name, cells_true, max_abs_error").fetchall()
+        [(0, 'root', 1, 0), (1, 'region', 2, 0), (2, 'city', 2, 0)]
+    """
+    spec = parse_hierarchy(hierarchy, tree)
+    with compared_cells(con, truth, released, spec, count, released_count) as (cte, value_type):
+        sql = render(
+            "evaluate_levels",
+            cells_cte=cte,
+            value_type=value_type,
+            n_levels=str(spec.n_levels + 1),
+        )
+        table = arrow(con, sql)
+    names = pa.array([spec.level_name(lv) for lv in range(spec.n_levels + 1)], pa.string())
+    table = table.add_column(1, "level_name", names)
+    return con.from_arrow(table.select(list(EVALUATION_COLUMNS)))
+
+
+@contextlib.contextmanager
+def compared_cells(
+    con: duckdb.DuckDBPyConnection,
+    truth: object,
+    released: object,
+    spec: TreeSpec,
+    count: str | None,
+    released_count: str,
+) -> Iterator[tuple[str, str]]:
+    """Validate both sides and yield ``(cte, value_type)``: a ``WITH`` clause defining ``cells``
+    (``level``, true count ``t``, released count ``r``, one row per cell of the union, every
+    level) and the SQL type of the counts (BIGINT or DOUBLE). Temporary views made for relations
+    are dropped on exit."""
+    prefix = f"__inftda_eval_{uuid.uuid4().hex[:12]}_"
+    sources: list[Source] = []
+    try:
+        t_src = resolve_source(con, truth, role="true table", temp_name=prefix + "truth")
+        sources.append(t_src)
+        r_src = resolve_source(con, released, role="released table", temp_name=prefix + "rel")
+        sources.append(r_src)
+        for col in spec.columns:
+            t_src.column(col, "hierarchy column")
+            r_src.column(col, "hierarchy column")
+            t_type, r_type = t_src.columns[col.lower()], r_src.columns[col.lower()]
+            if type_family(t_type) != type_family(r_type):
+                raise InputDataError(
+                    f"column {col!r} is {t_type} in {t_src.description} but {r_type} in "
+                    f"{r_src.description}; cast one of them in a view so both have the same type"
+                )
+        if count is None:
+            truth_sum, t_int = "count(*)", True
+        else:
+            t_count, t_int = _count_column(t_src, count, "count column")
+            if count.lower() in {c.lower() for c in spec.columns}:
+                raise SpecError(f"count column {count!r} is also a hierarchy column")
+            truth_sum = f"sum({ident(t_count)})"
+        r_count, r_int = _count_column(r_src, released_count, "released count column")
+        if released_count.lower() in {c.lower() for c in spec.columns}:
+            raise SpecError(f"released_count column {released_count!r} is a hierarchy column")
+        value_type = "BIGINT" if t_int and r_int else "DOUBLE"
+        cte = render(
+            "evaluate_cells",
+            cols=", ".join(ident(c) for c in spec.columns),
+            truth=t_src.sql,
+            released=r_src.sql,
+            truth_sum=f"{truth_sum}::{value_type}",
+            released_sum=f"sum({ident(r_count)})::{value_type}",
+            cells="\n    UNION ALL\n".join(
+                _level_cells(spec, lv) for lv in range(spec.n_levels + 1)
+            ),
+        )
+        yield cte.rstrip(), value_type
+    finally:
+        for src in sources:
+            drop_temp(con, src)
