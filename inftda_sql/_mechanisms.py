@@ -6,6 +6,25 @@ source) and returns a :class:`~inftda_sql._topdown.TopDownResult`: leaf codes pe
 per-level statistics. The accounting module decides sensitivities and sigmas; a mechanism only
 says which levels it noises (:func:`noised_levels`) and what guarantee it gives
 (:data:`GUARANTEES`).
+
+What each mechanism releases (the baselines are in :mod:`._baselines`):
+
+* ``inftda``: TopDown with IntOpt. Non-negative integers, consistent at every level, total N
+  kept in bounded DP. zCDP.
+* ``vanilla_gauss``: discrete Gaussian on every leaf cell of the full domain. Integers,
+  unbiased, NEGATIVE COUNTS POSSIBLE, empty cells released as noise (non-zero cells stored).
+  zCDP. Refuses domains above ``max_cells`` leaf cells.
+* ``stability_histogram``: discrete Laplace on the positive leaf counts, small noisy counts
+  dropped. Non-negative integers, no false positives, biased. ``(epsilon, delta)``-DP
+  ("approxDP"): needs ``epsilon`` and ``delta``, and its ledger row has no rho.
+* ``tda_l2``: TopDown with a Euclidean projection and rounding per parent. Non-negative
+  integers, consistent. zCDP.
+* ``tda_linf_solver``: TopDown with the integer Chebyshev problem solved by a MILP solver
+  (``inftda-sql[solver]``). Non-negative integers, consistent. zCDP.
+* ``hierarchical``: Hay et al. on the full domain tree. Real estimates ROUNDED to the nearest
+  integer for storage, NEGATIVE COUNTS POSSIBLE; consistent before rounding, NOT after (the
+  stored leaves do not sum exactly to the estimates of their ancestors, nor to N). zCDP.
+  Refuses trees above ``max_cells`` nodes.
 """
 
 from __future__ import annotations
@@ -16,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._accounting import Accounting
+from . import _baselines
+from ._accounting import Accounting, Budget
 from ._errors import SpecError
 from ._random import RandomSource
 from ._spec import TreeSpec
@@ -26,7 +46,9 @@ __all__ = [
     "DEFAULT_MAX_CELLS",
     "GUARANTEES",
     "MECHANISMS",
+    "RELEASES_ROOT",
     "MechanismContext",
+    "check_mechanism",
     "noised_levels",
     "run_mechanism",
 ]
@@ -49,6 +71,16 @@ GUARANTEES = {
     "tda_l2": "zCDP",
     "tda_linf_solver": "zCDP",
     "hierarchical": "zCDP",
+}
+#: whether a mechanism releases the root count by itself (TopDown does; the leaf-only
+#: mechanisms publish the total only as a sum of noised leaves, so a root share is wasted)
+RELEASES_ROOT = {
+    "inftda": True,
+    "vanilla_gauss": False,
+    "stability_histogram": False,
+    "tda_l2": True,
+    "tda_linf_solver": True,
+    "hierarchical": True,
 }
 #: mechanisms that materialise every cell of the full domain refuse above this many cells
 DEFAULT_MAX_CELLS = 50_000_000
@@ -105,20 +137,31 @@ def _inftda(ctx: MechanismContext) -> TopDownResult:
     )
 
 
-def _not_yet(name: str) -> Callable[[MechanismContext], TopDownResult]:
-    def run(ctx: MechanismContext) -> TopDownResult:
-        raise SpecError(f"mechanism {name!r} is not implemented yet; use mechanism='inftda'")
+def check_mechanism(mechanism: str, budget: Budget) -> None:
+    """Refuse, before any work, a mechanism that cannot run with this budget or installation.
 
-    return run
+    ``stability_histogram`` needs an ``(epsilon, delta)`` budget; ``tda_linf_solver`` needs
+    scipy. (The full-domain size checks need the domain: :func:`run_mechanism` makes them
+    before drawing any noise.)
+    """
+    _check(mechanism)
+    if mechanism == "stability_histogram":
+        _baselines.require_epsilon_delta(budget)
+    if mechanism == "tda_linf_solver":
+        _baselines.require_solver()
 
 
 _RUNNERS: dict[str, Callable[[MechanismContext], TopDownResult]] = {
     "inftda": _inftda,
-    **{name: _not_yet(name) for name in MECHANISMS if name != "inftda"},
+    "vanilla_gauss": _baselines.run_vanilla_gauss,
+    "stability_histogram": _baselines.run_stability_histogram,
+    "tda_l2": _baselines.run_tda_l2,
+    "tda_linf_solver": _baselines.run_tda_linf_solver,
+    "hierarchical": _baselines.run_hierarchical,
 }
 
 
 def run_mechanism(mechanism: str, ctx: MechanismContext) -> TopDownResult:
-    """Run ``mechanism`` on ``ctx``."""
-    _check(mechanism)
+    """Run ``mechanism`` on ``ctx`` (after :func:`check_mechanism`)."""
+    check_mechanism(mechanism, ctx.accounting.budget)
     return _RUNNERS[mechanism](ctx)

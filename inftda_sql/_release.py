@@ -20,7 +20,7 @@ import duckdb
 import numpy as np
 
 from . import _compile
-from ._accounting import Accounting, Budget, account
+from ._accounting import Accounting, Budget, account, stability_histogram
 from ._budget import check_budget
 from ._catalog import (
     Source,
@@ -36,7 +36,9 @@ from ._mechanisms import (
     DEFAULT_MAX_CELLS,
     GUARANTEES,
     MECHANISMS,
+    RELEASES_ROOT,
     MechanismContext,
+    check_mechanism,
     noised_levels,
     run_mechanism,
 )
@@ -57,7 +59,7 @@ class Release:
     """What a release made and spent. Printing it gives a readable summary.
 
     Attributes:
-        output: name of the private leaf table (positive counts only).
+        output: name of the private leaf table (non-zero cells; positive for InfTDA).
         levels_view: name of the view with every level as sums of the leaves (or None).
         release_id: the row of this release in the ledger table ``inftda_releases``.
         accounting: budget, (epsilon, delta), per-level sensitivity, rho and sigma.
@@ -79,6 +81,8 @@ class Release:
     timings: dict[str, float] = field(default_factory=dict)
     seeded: bool = False
     non_private: tuple[str, ...] = ()
+    guarantee: str = "zCDP"
+    mechanism_params: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     """Facts about the private input for the data owner only (e.g. rows dropped by the
     contribution bound). NOT differentially private: never publish them."""
@@ -99,6 +103,8 @@ class Release:
             "levels_view": self.levels_view,
             "hierarchy": self.spec.as_dict(),
             "mechanism": self.mechanism,
+            "guarantee": self.guarantee,
+            "mechanism_params": dict(self.mechanism_params),
             "budget": self.accounting.as_dict(),
             "levels": [lv.as_dict() for lv in self.levels],
             "total": self.total,
@@ -124,17 +130,28 @@ class Release:
 
     _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s")
 
+    def _budget_line(self) -> str:
+        b = self.accounting.budget
+        tail = f"; released total {self.total:,}; {sum(self.timings.values()):.2f} s"
+        if self.guarantee != "zCDP":
+            p = self.mechanism_params
+            return (
+                f"budget: (epsilon={b.epsilon:.6g}, delta={b.delta:.3g})-DP; discrete Laplace "
+                f"scale {p.get('scale', float('nan')):.4g}, threshold {p.get('threshold')}{tail}"
+            )
+        return (
+            f"budget: rho={b.rho:.6g} ~ (epsilon={b.epsilon:.6g}, delta={b.delta:.3g}) "
+            f"[{b.conversion} conversion]{tail}"
+        )
+
     def __str__(self) -> str:
         warn = ""
         if self.non_private:
             warn = "NOT PRIVATE: " + "; ".join(self.non_private) + "\n"
-        b = self.accounting.budget
         lines = [
             f"{warn}release #{self.release_id}: {self.input} -> {self.output} "
             f"({self.mechanism}, {self.spec.tree} tree, {self.accounting.privacy} DP)",
-            f"budget: rho={b.rho:.6g} ~ (epsilon={b.epsilon:.6g}, delta={b.delta:.3g}) "
-            f"[{b.conversion} conversion]; released total {self.total:,}; "
-            f"{sum(self.timings.values()):.2f} s",
+            self._budget_line(),
         ]
         lines += text_table(self._HEADER, self._level_rows(), left=1)
         if self.levels_view:
@@ -238,7 +255,12 @@ def release(
         split: per-level weights of rho (uniform by default).
         count: name of the count column of a pre-aggregated input.
         output: output table (default ``<table>_private``); ``overwrite=True`` replaces it.
-        mechanism: ``"inftda"``.
+        mechanism: ``"inftda"`` (default), or a baseline to compare with: ``"vanilla_gauss"``,
+            ``"stability_histogram"`` ((epsilon, delta)-DP: needs epsilon and delta),
+            ``"tda_l2"``, ``"tda_linf_solver"`` (needs the ``solver`` extra) or
+            ``"hierarchical"``. InfTDA and the TopDown baselines write positive, consistent
+            counts; ``vanilla_gauss`` and ``hierarchical`` may write negative counts and (after
+            rounding) ``hierarchical`` is not exactly consistent.
         seed: TESTS AND BENCHMARKS ONLY: reproducible, non-cryptographic noise; the release is
             then recorded as seeded and not private.
         domain_from_data: take the categories from the private data instead of a public domain.
@@ -273,6 +295,8 @@ def release(
     if not isinstance(distinct, bool):
         raise SpecError(f"distinct must be True or False, got {distinct!r}")
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+    check_mechanism(mechanism, budget)
+    max_cells = _check_int("max_cells", max_cells, 1)
     acct = account(
         budget,
         noised_levels(mechanism, spec),
@@ -280,6 +304,7 @@ def release(
         contribution=contribution,
         distinct=distinct,
         split=split,
+        noise_root=None if RELEASES_ROOT[mechanism] else False,
     )
     source = as_source(seed)
     if domain is None and not domain_from_data:
@@ -422,10 +447,20 @@ def release(
             accounting=acct,
             source=source,
             progress=progress,
+            max_cells=max_cells,
         )
         result = run_mechanism(mechanism, ctx)
         timings["topdown"] = time.perf_counter() - t0
 
+        mechanism_params: dict[str, Any] = {}
+        if mechanism == "stability_histogram":
+            mechanism_params = stability_histogram(
+                budget.epsilon,
+                budget.delta,
+                privacy=privacy,
+                contribution=contribution,
+                distinct=distinct,
+            ).as_dict()
         non_private = []
         if budget.non_private:
             non_private.append("infinite budget (no noise)")
@@ -459,6 +494,7 @@ def release(
                     {
                         "levels": [lv.as_dict() for lv in result.levels],
                         "levels_view": view_name,
+                        "mechanism_params": mechanism_params,
                         "diagnostics (not private, for the data owner only)": diagnostics,
                     }
                 ),
@@ -480,6 +516,8 @@ def release(
             seeded=source.seeded,
             non_private=tuple(non_private),
             diagnostics=diagnostics,
+            guarantee=GUARANTEES[mechanism],
+            mechanism_params=mechanism_params,
         )
     finally:
         for src in sources:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
+import re
 import warnings
+from collections.abc import Iterator, Sequence
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -25,6 +29,7 @@ from inftda_sql._accounting import (
     rho_to_delta,
     rho_to_epsilon,
     split_rho,
+    stability_histogram,
     zcdp_compose,
 )
 from inftda_sql._errors import BudgetError, SpecError
@@ -676,3 +681,221 @@ def test_bounded_with_several_records_per_unit_noises_the_root() -> None:
     assert account(Budget.from_args(rho=1.0), ["a", "b"]).level_names == ("a", "b")
     exact_m = account(Budget.from_args(rho=1.0), ["a"], contribution=3, noise_root=False)
     assert exact_m.level_names == ("a",)
+
+
+# --------------------------------------------------------------------------------------------
+# Stability Histogram: scale and threshold, checked against the exact privacy curve
+
+
+def _tail(t: int, a: float) -> float:
+    """P(L >= t) for the discrete Laplace with ratio a."""
+    return a**t / (1 + a) if t >= 1 else 1.0 - a ** (1 - t) / (1 + a)
+
+
+def _cell_losses(h: int, h2: int, tau: int, a: float, b: float) -> dict[float, float]:
+    """Privacy-loss atoms {log P_h(o) - log P_h2(o): P_h-mass} of one cell's output o.
+
+    o is "dropped" or a released value y >= tau; for y above max(h, h2, tau) the loss is the
+    constant (h - h2) / b, so those outcomes are lumped.
+    """
+    atoms: dict[float, float] = {}
+
+    def add(loss: float, p: float) -> None:
+        if p > 0:
+            atoms[round(loss, 12)] = atoms.get(round(loss, 12), 0.0) + p
+
+    def dropped(x: int) -> float:
+        return 1.0 if x == 0 else 1.0 - _tail(tau - x, a)
+
+    def pmf(k: int) -> float:
+        return (1 - a) / (1 + a) * a ** abs(k)
+
+    p_drop, q_drop = dropped(h), dropped(h2)
+    if h > 0:
+        add(math.log(p_drop) - math.log(q_drop), p_drop)
+        top = max(h, h2, tau)
+        for y in range(tau, top + 1):
+            p = pmf(y - h)
+            add(math.inf if h2 == 0 else (abs(y - h2) - abs(y - h)) / b, p)
+        add(math.inf if h2 == 0 else (h - h2) / b, _tail(top + 1 - h, a))
+    else:  # never released under h
+        add(-math.log(q_drop), 1.0)
+    return atoms
+
+
+def _exact_delta(h: tuple[int, ...], h2: tuple[int, ...], eps: float, tau: int, b: float) -> float:
+    """sup over output sets S of P[M(h) in S] - e^eps P[M(h2) in S], exactly (float)."""
+    a = math.exp(-1 / b)
+    joint = {0.0: 1.0}
+    for x, y in zip(h, h2, strict=True):
+        if x == y:
+            continue  # identical cells do not change the privacy curve
+        cell = _cell_losses(x, y, tau, a, b)
+        nxt: dict[float, float] = {}
+        for l1, p1 in joint.items():
+            for l2, p2 in cell.items():
+                key = l1 + l2
+                nxt[key] = nxt.get(key, 0.0) + p1 * p2
+        joint = nxt
+    return math.fsum(
+        p * (1.0 if math.isinf(loss) else max(0.0, -math.expm1(eps - loss)))
+        for loss, p in joint.items()
+    )
+
+
+def _units(cells: int, m: int, distinct: bool) -> list[tuple[int, ...]]:
+    """Every record vector a unit can hold: 1..m records (in distinct cells if asked)."""
+    out = []
+    for k in range(1, m + 1):
+        combos = (
+            itertools.combinations(range(cells), k)
+            if distinct
+            else itertools.combinations_with_replacement(range(cells), k)
+        )
+        for combo in combos:
+            out.append(tuple(combo.count(i) for i in range(cells)))
+    return out
+
+
+def _neighbours(
+    cells: int, counts: Sequence[int], m: int, distinct: bool, privacy: str
+) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    units = _units(cells, m, distinct)
+    for h in itertools.product(counts, repeat=cells):
+        for u in units:
+            if privacy == "unbounded":
+                added = tuple(x + y for x, y in zip(h, u, strict=True))
+                yield h, added
+                yield added, h
+            elif all(x >= y for x, y in zip(h, u, strict=True)):
+                for v in units:
+                    yield h, tuple(x - y + z for x, y, z in zip(h, u, v, strict=True))
+
+
+@pytest.mark.parametrize("privacy", ["bounded", "unbounded"])
+@pytest.mark.parametrize(("m", "distinct"), [(1, False), (2, False), (2, True), (3, False)])
+@pytest.mark.parametrize(("eps", "delta"), [(1.0, 0.05), (0.3, 1e-3), (3.0, 0.2)])
+def test_stability_histogram_exact_privacy_curve(
+    privacy: str, m: int, distinct: bool, eps: float, delta: float
+) -> None:
+    """Over every neighbouring pair of small histograms, the exact hockey-stick divergence at
+    epsilon is at most the delta the threshold claims, and the claim is not loose."""
+    sh = stability_histogram(eps, delta, privacy=privacy, contribution=m, distinct=distinct)
+    assert sh.delta_bound <= delta
+    cells = 3
+    counts = (0, 1, 2, sh.threshold + 1)
+    worst = 0.0
+    for h, h2 in _neighbours(cells, counts, m, distinct, privacy):
+        worst = max(worst, _exact_delta(h, h2, sh.epsilon, sh.threshold, sh.scale))
+    assert worst <= sh.delta_bound * (1 + 1e-9)
+    # the worst pairs of the proof: the unit's records alone in one cell, or in m cells of
+    # their own (bounded: the replacing unit's one record joins a big cell); only a union
+    # bound separates their exact divergence from the claim
+    big = sh.threshold + 5
+    extra = (big,) if privacy == "bounded" else ()
+    moved = (big + 1,) if privacy == "bounded" else ()
+    pairs = [((1,) * m + extra, (0,) * m + moved)]
+    if not distinct:
+        pairs.append(((m, *extra), (0, *moved)))
+    tight = max(_exact_delta(h, h2, sh.epsilon, sh.threshold, sh.scale) for h, h2 in pairs)
+    assert sh.delta_bound * (1 + 1e-9) >= tight >= 0.5 * sh.delta_bound
+    # one less would not do (the threshold is the smallest valid one)
+    if sh.threshold - 1 > sh.cell_sensitivity:
+        a = math.exp(-1 / sh.scale)
+        t = sh.threshold - 1
+        c = sh.cell_sensitivity
+        terms = [m * a ** (t - 1)] + ([a ** (t - m)] if c > 1 else [])
+        assert max(terms) / (1 + a) > delta or a ** (t - c) / (1 + a) > 1 - a
+
+
+def test_stability_histogram_second_condition_binds() -> None:
+    """With delta not far below epsilon / D1, a cell only the neighbour has costs epsilon too."""
+    sh = stability_histogram(0.02, 0.4, privacy="unbounded")
+    a = math.exp(-1 / sh.scale)
+    assert a ** (sh.threshold - 1) / (1 + a) <= 1 - a
+    for h, h2 in _neighbours(2, (0, 1, sh.threshold), 1, False, "unbounded"):
+        assert _exact_delta(h, h2, sh.epsilon, sh.threshold, sh.scale) <= sh.delta_bound * (
+            1 + 1e-9
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    eps=epsilons,
+    delta=deltas,
+    privacy=st.sampled_from(["bounded", "unbounded"]),
+    m=st.integers(1, 50),
+    distinct=st.booleans(),
+)
+def test_stability_histogram_invariants(
+    eps: float, delta: float, privacy: str, m: int, distinct: bool
+) -> None:
+    sh = stability_histogram(eps, delta, privacy=privacy, contribution=m, distinct=distinct)
+    d1 = m if privacy == "unbounded" else 2 * m
+    c = 1 if distinct else m
+    assert sh.sensitivity == d1 and sh.cell_sensitivity == c
+    assert Fraction(d1) / Fraction(sh.scale) <= Fraction(eps)  # epsilon holds exactly
+    assert sh.scale == pytest.approx(d1 / eps, rel=1e-15)
+    assert isinstance(sh.threshold, int) and sh.threshold > c
+    # delta(tau) recomputed in 50-digit decimal arithmetic
+    with localcontext() as ctx:
+        ctx.prec = 50
+        b = Decimal(Fraction(sh.scale).numerator) / Decimal(Fraction(sh.scale).denominator)
+        a = (-1 / b).exp()
+
+        def bound(t: int) -> Decimal:
+            terms = [m * a ** (t - 1)] + ([a ** (t - m)] if c > 1 else [])
+            return max(terms) / (1 + a)
+
+        assert bound(sh.threshold) <= Decimal(delta)
+        assert a ** (sh.threshold - c) / (1 + a) <= 1 - a
+        assert math.isclose(float(bound(sh.threshold)), sh.delta_bound, rel_tol=1e-6)
+        t = sh.threshold - 1
+        if t > c:
+            assert bound(t) > Decimal(delta) * (1 - Decimal("1e-8")) or (
+                a ** (t - c) / (1 + a) > (1 - a) * (1 - Decimal("1e-8"))
+            )
+    assert json.loads(json.dumps(sh.as_dict(), allow_nan=False))["threshold"] == sh.threshold
+
+
+def test_stability_histogram_monotone_and_limits() -> None:
+    base = stability_histogram(1.0, 1e-6, contribution=4)
+    assert stability_histogram(1.0, 1e-9, contribution=4).threshold > base.threshold
+    assert stability_histogram(2.0, 1e-6, contribution=4).threshold < base.threshold
+    assert stability_histogram(1.0, 1e-6, contribution=4, distinct=True).threshold <= (
+        base.threshold
+    )
+    unb = stability_histogram(1.0, 1e-6, contribution=4, privacy="unbounded")
+    assert unb.scale == base.scale / 2 and unb.threshold < base.threshold
+    oracle = stability_histogram(INF, 1e-6, contribution=4)
+    assert oracle.non_private and oracle.scale == 0.0 and oracle.threshold == 5
+    assert oracle.as_dict()["epsilon"] == "inf" and not base.non_private
+    # the classic sensitivity-1 figure: Lap(2/eps) with threshold 1 + 2 ln(2/delta)/eps
+    # (Vadhan 2017, Prop. 3.5); ours, for the same scale, is a little lower (one cell, exact
+    # discrete tail)
+    assert base.scale == 8.0
+    classic = stability_histogram(1.0, 1e-6)
+    assert classic.scale == 2.0 and classic.threshold <= 1 + 2 * math.log(2 / 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "fragment"),
+    [
+        ({"epsilon": 0.0}, BudgetError, "epsilon must be positive"),
+        ({"epsilon": -1.0}, BudgetError, "-1.0"),
+        ({"epsilon": NAN}, BudgetError, "NaN"),
+        ({"epsilon": "1"}, BudgetError, "'1'"),
+        ({"delta": 0.0}, BudgetError, "delta must be strictly between 0 and 1"),
+        ({"delta": 1.0}, BudgetError, "delta"),
+        ({"privacy": "replace"}, SpecError, "'replace'"),
+        ({"contribution": 0}, SpecError, "contribution"),
+        ({"contribution": 1.5}, SpecError, "contribution"),
+        ({"distinct": 1}, SpecError, "distinct"),
+    ],
+)
+def test_stability_histogram_bad_arguments(
+    kwargs: dict[str, Any], error: type[Exception], fragment: str
+) -> None:
+    args: dict[str, Any] = {"epsilon": 1.0, "delta": 1e-6, **kwargs}
+    with pytest.raises(error, match=re.escape(fragment)):
+        stability_histogram(args.pop("epsilon"), args.pop("delta"), **args)

@@ -18,11 +18,14 @@ from inftda_sql import _noise
 from inftda_sql._errors import SpecError
 from inftda_sql._noise import (
     DISTANCE_BOUND,
+    LAPLACE_TABLE_MAX,
     SIGMA_TABLE_MAX,
     TAIL_BOUND,
     TAIL_T,
     discrete_gaussian_pmf,
+    discrete_laplace_pmf,
     sample_discrete_gaussian,
+    sample_discrete_laplace,
 )
 
 P_FLOOR = 1e-4
@@ -502,3 +505,228 @@ def test_pmf() -> None:
         discrete_gaussian_pmf(0.5, 1.0)
     with pytest.raises(SpecError, match=r"-1\.0"):
         discrete_gaussian_pmf(0, -1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# discrete Laplace (two-sided geometric)
+# ------------------------------------------------------------------------------------------------
+
+
+def _laplace_gof(samples: npt.NDArray[np.int64], scale: float, min_expected: float = 5.0) -> float:
+    """p-value of Pearson's chi-square test of the samples against the exact Laplace pmf."""
+    n = samples.size
+    half = max(int(np.abs(samples).max()), math.ceil(60 * scale) + 2)
+    xs = np.arange(-half, half + 1)
+    expected = discrete_laplace_pmf(xs, scale) * n
+    expected *= n / expected.sum()  # mass outside +-half is below e^-60
+    observed = np.bincount(samples + half, minlength=xs.size).astype(np.float64)
+    labels = _pooled_bins(expected, min_expected)
+    obs = np.bincount(labels, weights=observed)
+    exp = np.bincount(labels, weights=expected)
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    return float(stats.chi2.sf(chi2, df=obs.size - 1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [0.3, 1.0, 2.5, 100.0, 1e4])
+def test_laplace_chi_square_seeded(scale: float) -> None:
+    x = sample_discrete_laplace(scale, size=1_000_000, rng=20240611)
+    assert _laplace_gof(x, scale) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_laplace_chi_square_csprng() -> None:
+    x = sample_discrete_laplace(2.5, size=1_000_000)
+    assert _laplace_gof(x, 2.5) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_laplace_chi_square_rejection_fallback_small_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact CKS Algorithm 2, forced on a small rational scale where many bins are tested."""
+    monkeypatch.setattr(_noise, "LAPLACE_TABLE_MAX", 1.0)
+    called: list[tuple[int, int]] = []
+    real = _noise._laplace_rational
+
+    def spy(bits: object, t: int, s: int) -> int:
+        called.append((t, s))
+        return real(bits, t, s)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_noise, "_laplace_rational", spy)
+    x = sample_discrete_laplace(2.5, size=100_000, rng=5)
+    assert set(called) == {(5, 2)}  # 2.5 = 5/2: t = 5, s = 2
+    assert _laplace_gof(x, 2.5) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_laplace_chi_square_rejection_above_table_limit() -> None:
+    scale = 3.0 * LAPLACE_TABLE_MAX + 0.25
+    x = sample_discrete_laplace(scale, size=20_000, rng=11)
+    assert _laplace_gof(x, scale, min_expected=50.0) > P_FLOOR
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [0.5, 3.7, 100.0])
+def test_laplace_mean_variance_symmetry(scale: float) -> None:
+    n = 1_000_000
+    x = sample_discrete_laplace(scale, size=n, rng=3)
+    a = math.exp(-1.0 / scale)
+    var = 2 * a / (1 - a) ** 2
+    half = math.ceil(80 * scale) + 2
+    xs = np.arange(-half, half + 1, dtype=np.float64)
+    mu4 = float((xs**4 * discrete_laplace_pmf(xs, scale)).sum())
+    assert abs(x.mean()) < 5 * math.sqrt(var / n)
+    assert abs(x.var() - var) < 5 * math.sqrt((mu4 - var * var) / n)
+    top = int(np.abs(x).max())
+    c = np.bincount(x + top, minlength=2 * top + 1)
+    pos, neg = c[top + 1 :], c[:top][::-1]
+    keep = (pos + neg) >= 10
+    chi2 = float((((pos - neg)[keep]) ** 2 / (pos + neg)[keep]).sum())
+    assert stats.chi2.sf(chi2, df=int(keep.sum())) > P_FLOOR
+
+
+def test_laplace_opendp_two_sample() -> None:
+    """Two-sample chi-square against OpenDP's exact integer Laplace (an independent sampler)."""
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    n = 50_000
+    for scale in (2.5, 40.0):
+        meas = dp.m.make_laplace(
+            dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale
+        )
+        theirs = np.asarray(meas([0] * n), dtype=np.int64)
+        ours = sample_discrete_laplace(scale, size=n, rng=17)
+        half = int(max(np.abs(theirs).max(), np.abs(ours).max()))
+        xs = np.arange(-half, half + 1)
+        labels = _pooled_bins(discrete_laplace_pmf(xs, scale) * n, 10.0)
+        table = np.stack(
+            [
+                np.bincount(labels, weights=np.bincount(a + half, minlength=xs.size))
+                for a in (ours, theirs)
+            ]
+        )
+        assert stats.chi2_contingency(table).pvalue > P_FLOOR
+
+
+def test_laplace_support_and_distance_bound() -> None:
+    for scale in (0.1, 1.0, 3.7, 1000.0, LAPLACE_TABLE_MAX):
+        k = _noise._laplace_support_k(scale)
+        with localcontext() as ctx:
+            ctx.prec = 60
+            fr = Fraction(scale)
+            b = Decimal(fr.numerator) / Decimal(fr.denominator)
+            a = (-1 / b).exp()
+            tail = 2 * a ** (k + 1) / (1 + a)  # P(|X| > K), exactly
+            assert tail < Decimal(TAIL_BOUND)
+            assert k - 1 < 75 * Decimal(2).ln() * b + 1  # K is not needlessly large
+    k = _noise._laplace_support_k(LAPLACE_TABLE_MAX)
+    assert (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND <= DISTANCE_BOUND
+    assert k + 1 <= 2**20  # the table error analysis needs it
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.5, 1.0, 3.7, 2.0 / 3.0])
+def test_laplace_table_matches_independent_high_precision(scale: float) -> None:
+    """Each boundary is within 2 units of 2^128 C(k) (C the CDF truncated to [-K, K])."""
+    tab = _noise._laplace_table(scale)
+    k = tab.k
+    t = _boundaries(tab)
+    assert len(t) == 2 * k
+    assert all(a <= b for a, b in itertools.pairwise(t))
+    assert all(t[j] + t[2 * k - 1 - j] == (1 << 128) - 1 for j in range(2 * k))
+    with localcontext() as ctx:
+        ctx.prec = 80
+        fr = Fraction(scale)
+        b = Decimal(fr.numerator) / Decimal(fr.denominator)
+        p = [(Decimal(-abs(x)) / b).exp() for x in range(-k, k + 1)]  # direct, no recurrence
+        z = sum(p)
+        cdf = Decimal(0)
+        two128 = Decimal(2) ** 128
+        for j in range(2 * k):
+            cdf += p[j]
+            assert abs(Decimal(t[j]) - two128 * cdf / z) < 2
+        padded = [0, *t, 1 << 128]
+        for j in range(2 * k + 1):
+            prob = Decimal(padded[j + 1] - padded[j]) / two128
+            assert abs(prob - p[j] / z) < Decimal(2) ** -100
+
+
+def test_laplace_tables_have_their_own_cache() -> None:
+    lap = _noise._laplace_table(7.25)
+    assert lap is _noise._laplace_table(7.25)
+    assert lap is not _noise._table(7.25)
+    assert lap.k == _noise._laplace_support_k(7.25) != _noise._table(7.25).k
+    assert not lap.guide.flags.writeable
+
+
+@pytest.mark.slow
+def test_largest_laplace_table_builds() -> None:
+    tab = _noise._build_laplace_table(LAPLACE_TABLE_MAX)
+    assert tab.k == _noise._laplace_support_k(LAPLACE_TABLE_MAX)
+    assert tab.nbytes < 64 << 20
+
+
+def test_laplace_output_types_seeds_and_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert sample_discrete_laplace(0.0) == 0
+    assert isinstance(sample_discrete_laplace(1.0, rng=1), np.int64)
+    assert sample_discrete_laplace(1.0, size=(2, 3), rng=1).shape == (2, 3)
+    assert sample_discrete_laplace(1.0, size=0, rng=1).shape == (0,)
+    assert (sample_discrete_laplace(0.0, size=5) == 0).all()
+    assert (sample_discrete_laplace(1e-3, size=10_000, rng=1) == 0).all()  # P(X != 0) ~ 2e-434
+    a = sample_discrete_laplace(10.0, size=1000, rng=42)
+    assert (a == sample_discrete_laplace(10.0, size=1000, rng=42)).all()
+    assert not (a == sample_discrete_laplace(10.0, size=1000, rng=43)).all()
+    big = 3 * LAPLACE_TABLE_MAX
+    assert sample_discrete_laplace(big, size=5, rng=1).tolist() == (
+        sample_discrete_laplace(big, size=5, rng=1).tolist()
+    )
+    calls: list[int] = []
+    real = os.urandom
+
+    def spy(n: int) -> bytes:
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(os, "urandom", spy)
+    c, d = sample_discrete_laplace(10.0, size=1001), sample_discrete_laplace(10.0, size=1001)
+    assert not (c == d).all()
+    assert calls and sum(calls) >= 2 * 4 * 1001
+    calls.clear()
+    sample_discrete_laplace(big)  # rejection path
+    assert calls
+    calls.clear()
+    sample_discrete_laplace(5.0, size=10, rng=1)
+    assert not calls
+
+
+@pytest.mark.parametrize(
+    ("scale", "shown"),
+    [(-1.0, "-1.0"), (float("nan"), "nan"), (float("inf"), "inf"), (True, "True"), ("2", "'2'")],
+)
+def test_laplace_bad_scale(scale: object, shown: str) -> None:
+    with pytest.raises(SpecError, match=shown):
+        sample_discrete_laplace(scale)  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="scale"):
+        discrete_laplace_pmf(0, scale)  # type: ignore[arg-type]
+
+
+def test_laplace_bad_size_and_rng() -> None:
+    for bad in (-1, (2, -1), 2.5, "3", True):
+        with pytest.raises(SpecError, match="size"):
+            sample_discrete_laplace(1.0, size=bad)  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="'seed'"):
+        sample_discrete_laplace(1.0, size=3, rng="seed")
+
+
+def test_laplace_pmf() -> None:
+    assert discrete_laplace_pmf(0, 0.0) == 1.0
+    assert discrete_laplace_pmf(3, 0.0) == 0.0
+    for scale in (0.05, 0.5, 1.0, 3.7, 100.0, 1e4):
+        half = math.ceil(80 * scale) + 2
+        p = discrete_laplace_pmf(np.arange(-half, half + 1), scale)
+        assert abs(p.sum() - 1.0) < 1e-12
+        assert math.isclose(p[half + 1] / p[half], math.exp(-1 / scale), rel_tol=1e-12)
+        assert p[half + 3] == p[half - 3]
+    # scale 1: p(0) = (1 - 1/e) / (1 + 1/e) = tanh(1/2)
+    assert math.isclose(discrete_laplace_pmf(0, 1.0), math.tanh(0.5), rel_tol=1e-15)
+    assert isinstance(discrete_laplace_pmf(1, 2.0), float)
+    with pytest.raises(SpecError, match="integer"):
+        discrete_laplace_pmf(0.5, 1.0)

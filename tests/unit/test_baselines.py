@@ -1,0 +1,576 @@
+"""Tests of the baseline mechanisms' algorithms (inftda_sql._baselines)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inftda_sql import _baselines
+from inftda_sql._accounting import Budget, account
+from inftda_sql._baselines import (
+    check_full_domain,
+    l2_optimizer,
+    linf_milp_optimizer,
+    round_to_targets,
+    simplex_projection,
+)
+from inftda_sql._compile import key_strides
+from inftda_sql._errors import BudgetError, SpecError
+from inftda_sql._intopt import intopt
+from inftda_sql._mechanisms import MechanismContext, run_mechanism
+from inftda_sql._random import as_source
+from inftda_sql._spec import TreeSpec, parse_hierarchy
+from inftda_sql._topdown import ChainTree, LevelStats
+
+I64 = npt.NDArray[np.int64]
+
+
+# ------------------------------------------------------------------------------------------------
+# strategies: segmented problems (children of several parents)
+# ------------------------------------------------------------------------------------------------
+
+
+@st.composite
+def segmented(
+    draw: st.DrawFn, max_segments: int = 6, max_len: int = 8, lo: int = -30, hi: int = 60
+) -> tuple[I64, I64, I64]:
+    lengths = draw(st.lists(st.integers(1, max_len), min_size=1, max_size=max_segments))
+    y = np.array(draw(st.lists(st.integers(lo, hi), min_size=sum(lengths), max_size=sum(lengths))))
+    targets = np.array(draw(st.lists(st.integers(0, 80), min_size=len(lengths))))[: len(lengths)]
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return y.astype(np.int64), targets.astype(np.int64), offsets
+
+
+def _split(a: npt.NDArray[Any], offsets: I64) -> list[npt.NDArray[Any]]:
+    return np.split(a, offsets[1:])
+
+
+# ------------------------------------------------------------------------------------------------
+# TDA-L2: Euclidean projection
+# ------------------------------------------------------------------------------------------------
+
+
+def _projection_by_bisection(y: I64, c: int) -> npt.NDArray[np.float64]:
+    """An independent solver: theta with sum max(y - theta, 0) = c, found by bisection."""
+    if c == 0:
+        return np.zeros(y.size)
+    lo, hi = float(y.min()) - c, float(y.max())
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if np.maximum(y - mid, 0).sum() > c:
+            lo = mid
+        else:
+            hi = mid
+    return np.maximum(y - 0.5 * (lo + hi), 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(segmented())
+def test_projection_is_optimal(problem: tuple[I64, I64, I64]) -> None:
+    y, targets, offsets = problem
+    x = simplex_projection(y, targets, offsets)
+    for ys, xs, c in zip(_split(y, offsets), _split(x, offsets), targets.tolist(), strict=True):
+        assert (xs >= 0).all()
+        assert xs.sum() == pytest.approx(c, abs=1e-9)
+        np.testing.assert_allclose(xs, _projection_by_bisection(ys, c), atol=1e-7)
+        if c > 0:  # KKT: x = max(y - theta, 0) with one theta for the whole segment
+            pos = xs > 0
+            theta = ys[pos] - xs[pos]
+            assert np.ptp(theta) < 1e-9
+            assert (ys[~pos] <= theta[0] + 1e-9).all()
+
+
+def test_projection_against_a_qp_solver() -> None:
+    """scipy's SLSQP on the quadratic program itself, on a few random segments."""
+    optimize = pytest.importorskip("scipy.optimize")
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        d = int(rng.integers(2, 7))
+        y = rng.integers(-20, 40, size=d)
+        c = int(rng.integers(1, 60))
+        res = optimize.minimize(
+            lambda x, y=y: float(((x - y) ** 2).sum()),
+            np.full(d, c / d),
+            jac=lambda x, y=y: 2 * (x - y),
+            bounds=[(0, None)] * d,
+            constraints=[{"type": "eq", "fun": lambda x, c=c: x.sum() - c}],
+            method="SLSQP",
+            options={"ftol": 1e-12, "maxiter": 500},
+        )
+        np.testing.assert_allclose(simplex_projection(y, [c], [0]), res.x, atol=1e-5)
+
+
+def test_projection_edge_cases() -> None:
+    assert (
+        simplex_projection(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)).size
+        == 0
+    )
+    assert simplex_projection([7], [3], [0]).tolist() == [3.0]
+    assert simplex_projection([5, -2, 9], [0], [0]).tolist() == [0.0, 0.0, 0.0]
+    assert simplex_projection([-5, -5, -5], [6], [0]).tolist() == [2.0, 2.0, 2.0]
+    # consistent non-negative input is a fixed point
+    assert simplex_projection([3, 0, 4, 2, 2], [7, 4], [0, 3]).tolist() == [3, 0, 4, 2, 2]
+    big = np.array([10**12, -(10**12), 5], dtype=np.int64)
+    assert simplex_projection(big, [10**12], [0]).tolist() == [1e12 - 2.5, 0.0, 2.5]
+
+
+# ------------------------------------------------------------------------------------------------
+# TDA-L2: rounding with the +-1 sum fix
+# ------------------------------------------------------------------------------------------------
+
+
+def _reference_rounding(x: npt.NDArray[np.float64], c: int) -> I64:
+    """The authors' rounding (optimize_int_vector, p=2) with stable sorts, one segment."""
+    r = np.rint(x).astype(np.int64)
+    diff = c - int(r.sum())
+    if diff > 0:
+        idx = np.argsort(-r, kind="stable")[:diff]
+        r[idx] += 1
+    elif diff < 0:
+        nz = np.nonzero(r)[0]
+        idx = np.argsort(r[nz], kind="stable")[:-diff]
+        r[nz[idx]] -= 1
+    return r
+
+
+@settings(max_examples=300, deadline=None)
+@given(segmented())
+def test_l2_optimizer_invariants_and_reference(problem: tuple[I64, I64, I64]) -> None:
+    y, targets, offsets = problem
+    x = simplex_projection(y, targets, offsets)
+    r = l2_optimizer(y, targets, offsets)
+    assert r.dtype == np.int64 and (r >= 0).all()
+    sums = np.add.reduceat(r, offsets)
+    assert (sums == targets).all()
+    assert np.abs(r - x).max(initial=0.0) <= 1.5 + 1e-9
+    for xs, rs, c in zip(_split(x, offsets), _split(r, offsets), targets.tolist(), strict=True):
+        assert rs.tolist() == _reference_rounding(xs, c).tolist()
+
+
+def test_rounding_takes_from_the_smallest_positive_and_adds_to_the_largest() -> None:
+    # rint gives [0, 2, 2, 0, 4] (half to even): an excess of 2 leaves the two smallest
+    # positive entries (equal ones by position)
+    assert round_to_targets([0.0, 1.5, 2.5, 0.5, 3.5], [6], [0]).tolist() == [0, 1, 1, 0, 4]
+    # rint gives [0, 2, 2, 1, 0]: a deficit of 2 goes to the two largest entries
+    assert round_to_targets([0.4, 2.4, 2.4, 1.4, 0.4], [7], [0]).tolist() == [0, 3, 3, 1, 0]
+    # per segment
+    r = round_to_targets([0.4, 2.4, 0.4, 2.4, 0.4], [3, 3], [0, 3])
+    assert r.tolist() == [0, 3, 0, 3, 0]
+    assert round_to_targets([], [], []).size == 0
+
+
+def test_l2_optimizer_is_exact_on_consistent_input() -> None:
+    y = np.array([3, 0, 4, 2, 2, 0], dtype=np.int64)
+    assert l2_optimizer(y, np.array([7, 4, 0]), np.array([0, 3, 5])).tolist() == y.tolist()
+
+
+# ------------------------------------------------------------------------------------------------
+# TDA-Linf with a MILP solver
+# ------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(segmented(max_segments=4, max_len=7))
+def test_milp_reaches_intopt_optimum(problem: tuple[I64, I64, I64]) -> None:
+    y, targets, offsets = problem
+    x = linf_milp_optimizer(y, targets, offsets)
+    ref = intopt(y, targets, offsets)
+    assert x.dtype == np.int64 and (x >= 0).all()
+    assert (np.add.reduceat(x, offsets) == targets).all()
+    for ys, xs, rs in zip(
+        _split(y, offsets), _split(x, offsets), _split(ref, offsets), strict=True
+    ):
+        assert np.abs(xs - ys).max() == np.abs(rs - ys).max()
+
+
+def test_milp_on_larger_values_and_trivial_parents() -> None:
+    rng = np.random.default_rng(8)
+    y = rng.integers(-5_000, 200_000, size=60).astype(np.int64)
+    offsets = np.array([0, 1, 2, 25, 59], dtype=np.int64)
+    targets = np.array([9, 0, 1_000_000, 3, 17], dtype=np.int64)
+    x = linf_milp_optimizer(y, targets, offsets)
+    ref = intopt(y, targets, offsets)
+    assert x[0] == 9 and x[1] == 0 and x[59] == 17  # single children: set directly
+    for ys, xs, rs in zip(
+        _split(y, offsets), _split(x, offsets), _split(ref, offsets), strict=True
+    ):
+        assert np.abs(xs - ys).max() == np.abs(rs - ys).max()
+    assert (np.add.reduceat(x, offsets) == targets).all()
+
+
+def test_missing_solver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    with pytest.raises(SpecError, match=r"pip install 'inftda-sql\[solver\]'"):
+        linf_milp_optimizer(np.array([1, 2]), np.array([3]), np.array([0]))
+
+
+# ------------------------------------------------------------------------------------------------
+# a tiny world: chains given by parent lists, true leaf counts, and a hand-made context
+# ------------------------------------------------------------------------------------------------
+
+
+class World:
+    """Chains as parent lists (``parents[c][d-1][code]`` = depth d-1 parent of a depth-d code),
+    true counts of leaf cells, and the independent (loop-based) ancestry the tests rely on."""
+
+    def __init__(
+        self,
+        parents: Sequence[Sequence[Sequence[int]]],
+        tree: str | None,
+        leaf_counts: dict[tuple[int, ...], int],
+    ) -> None:
+        names = [[f"c{c}d{d}" for d in range(1, len(p) + 1)] for c, p in enumerate(parents)]
+        self.spec: TreeSpec = parse_hierarchy(names[0] if len(names) == 1 else names, tree)
+        self.parents = parents
+        self.chains = [
+            ChainTree.from_parents([np.array(p, dtype=np.int64) for p in chain])
+            for chain in parents
+        ]
+        self.sizes = [ch.sizes for ch in self.chains]
+        self.leaf_counts = leaf_counts
+        self.total = sum(leaf_counts.values())
+        self.calls: list[int] = []
+
+    def ancestor(self, c: int, code: int, depth: int) -> int:
+        for d in range(len(self.parents[c]), depth, -1):
+            code = self.parents[c][d - 1][code]
+        return code
+
+    def nodes(self, level: int) -> dict[int, tuple[int, ...]]:
+        """key -> codes of every cell of ``level`` (full domain)."""
+        depths = self.spec.levels[level]
+        strides = key_strides(self.spec, level, self.sizes)
+        ranges = [range(self.sizes[c][d]) for c, d in enumerate(depths)]
+        return {
+            sum(x * s for x, s in zip(codes, strides, strict=True)): codes
+            for codes in itertools.product(*ranges)
+        }
+
+    def key_of_leaf(self, leaf: tuple[int, ...], level: int) -> int:
+        strides = key_strides(self.spec, level, self.sizes)
+        return sum(
+            self.ancestor(c, code, d) * s
+            for c, (code, d, s) in enumerate(
+                zip(leaf, self.spec.levels[level], strides, strict=True)
+            )
+        )
+
+    def true_level(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
+        self.calls.append(level)
+        assert strides == key_strides(self.spec, level, self.sizes)
+        acc: dict[int, int] = {}
+        for leaf, n in self.leaf_counts.items():
+            k = self.key_of_leaf(leaf, level)
+            acc[k] = acc.get(k, 0) + n
+        keys = sorted(k for k, v in acc.items() if v > 0)
+        return np.array(keys, dtype=np.int64), np.array([acc[k] for k in keys], dtype=np.int64)
+
+    def ctx(self, budget: Budget, mechanism: str, **kwargs: Any) -> MechanismContext:
+        from inftda_sql._mechanisms import noised_levels
+
+        acct = account(
+            budget,
+            noised_levels(mechanism, self.spec),
+            privacy=kwargs.pop("privacy", "bounded"),
+            contribution=kwargs.pop("contribution", 1),
+        )
+        return MechanismContext(
+            spec=self.spec,
+            chains=self.chains,
+            true_level=self.true_level,
+            total=self.total,
+            accounting=acct,
+            source=as_source(kwargs.pop("seed", 1)),
+            **kwargs,
+        )
+
+
+def _od_world() -> World:
+    # origin: 2 regions > 3 municipalities; destination: 2 regions > 3 provinces > 4 towns
+    return World(
+        [[[0, 0], [0, 0, 1]], [[0, 0], [0, 0, 1], [0, 1, 1, 2]]],
+        "destination",
+        {(0, 0): 4, (0, 3): 2, (1, 2): 9, (2, 1): 1, (2, 3): 7},
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# hierarchical mechanism: equal to generalised least squares on the whole tree
+# ------------------------------------------------------------------------------------------------
+
+
+def _gls(world: World, noisy: dict[int, npt.NDArray[np.float64]], var: list[float]) -> list[Any]:
+    """Minimum-variance consistent estimates of every node, by dense linear algebra: leaves
+    x minimise sum over nodes (A x - y)^2 / var, with exact (var 0) levels as constraints."""
+    spec = world.spec
+    n_levels = spec.n_levels
+    leaves = world.nodes(n_levels)
+    leaf_keys = sorted(leaves)
+    col = {k: i for i, k in enumerate(leaf_keys)}
+    rows: list[tuple[npt.NDArray[np.float64], float, float]] = []
+    for level in range(n_levels + 1):
+        keys = sorted(world.nodes(level))
+        for j, k in enumerate(keys):
+            a = np.zeros(len(leaf_keys))
+            for lk, codes in leaves.items():
+                if world.key_of_leaf(codes, level) == k:
+                    a[col[lk]] = 1.0
+            rows.append((a, float(noisy[level][j]), var[level]))
+    soft = [(a, y, v) for a, y, v in rows if v > 0]
+    hard = [(a, y) for a, y, v in rows if v == 0]
+    amat = np.array([a / math.sqrt(v) for a, _, v in soft])
+    yvec = np.array([y / math.sqrt(v) for _, y, v in soft])
+    h = amat.T @ amat
+    g = amat.T @ yvec
+    if hard:
+        c = np.array([a for a, _ in hard])
+        kkt = np.block([[h, c.T], [c, np.zeros((len(hard), len(hard)))]])
+        x = np.linalg.solve(kkt, np.concatenate([g, [y for _, y in hard]]))[: len(leaf_keys)]
+    else:
+        x = np.linalg.solve(h, g)
+    out = []
+    for level in range(n_levels + 1):
+        keys = sorted(world.nodes(level))
+        est = np.zeros(len(keys))
+        for lk, codes in leaves.items():
+            est[keys.index(world.key_of_leaf(codes, level))] += x[col[lk]]
+        out.append(est)
+    return out
+
+
+def _run_hierarchical_recording(
+    world: World, budget: Budget, **kwargs: Any
+) -> tuple[Any, dict[int, npt.NDArray[np.float64]], list[float]]:
+    """Run the mechanism with recorded seeded noise; return (result, noisy counts, variances)."""
+    ctx = world.ctx(budget, "hierarchical", **kwargs)
+    sigmas = ctx.tree_sigmas
+    draws: list[I64] = []
+    gen = np.random.default_rng(11)
+
+    def fake(sigma: float, size: int, rng: object = None) -> I64:
+        noise = np.rint(gen.normal(0, sigma, size)).astype(np.int64)
+        draws.append(noise)
+        return noise
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_baselines, "sample_discrete_gaussian", fake)
+        result = run_mechanism("hierarchical", ctx)
+    # noise is drawn leaf level first, then upwards (the root only when it is noised)
+    noisy: dict[int, npt.NDArray[np.float64]] = {}
+    order = [lv for lv in range(world.spec.n_levels, -1, -1) if sigmas[lv] > 0]
+    assert len(draws) == len(order)
+    for level in range(world.spec.n_levels + 1):
+        keys = sorted(world.nodes(level))
+        true_keys, true_counts = world.true_level(
+            level, key_strides(world.spec, level, world.sizes)
+        )
+        y = np.zeros(len(keys))
+        for k, n in zip(true_keys.tolist(), true_counts.tolist(), strict=True):
+            y[keys.index(k)] = n
+        if level in order:
+            y += draws[order.index(level)]
+        noisy[level] = y
+    return result, noisy, [s * s for s in sigmas]
+
+
+def _released(world: World, result: Any) -> dict[tuple[int, ...], int]:
+    return {
+        codes: int(v)
+        for codes, v in zip(
+            zip(*(c.tolist() for c in result.codes), strict=True),
+            result.counts.tolist(),
+            strict=True,
+        )
+    }
+
+
+def _assert_rounds(world: World, result: Any, est: list[Any]) -> None:
+    """The released leaves are the GLS leaf estimates rounded to the nearest integer (a value
+    within 1e-6 of a half may round either way: the two computations differ in the last bits)."""
+    leaves = world.nodes(world.spec.n_levels)
+    got = _released(world, result)
+    for k, value in zip(sorted(leaves), est[-1].tolist(), strict=True):
+        out = got.pop(leaves[k], 0)
+        if abs(abs(value - math.floor(value)) - 0.5) > 1e-6:
+            assert out == round(value), (leaves[k], out, value)
+        else:
+            assert out in (math.floor(value), math.ceil(value))
+    assert not got  # nothing outside the domain
+
+
+@pytest.mark.parametrize(
+    ("privacy", "contribution"), [("bounded", 1), ("unbounded", 1), ("bounded", 2)]
+)
+def test_hierarchical_equals_generalised_least_squares(privacy: str, contribution: int) -> None:
+    world = _od_world()
+    result, noisy, var = _run_hierarchical_recording(
+        world, Budget.from_args(rho=0.3), privacy=privacy, contribution=contribution
+    )
+    est = _gls(world, noisy, var)
+    _assert_rounds(world, result, est)
+    for level, stats in enumerate(result.levels):
+        assert stats.surviving_cells == int(np.count_nonzero(np.rint(est[level])))
+    if privacy == "bounded" and contribution == 1:  # exact root: the estimates sum to N
+        assert est[-1].sum() == pytest.approx(world.total)
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    n_chains = draw(st.integers(1, 2))
+    parents: list[list[list[int]]] = []
+    for _ in range(n_chains):
+        depth = draw(st.integers(1, 3 if n_chains == 1 else 2))
+        chain: list[list[int]] = []
+        width = 1
+        for _ in range(depth):
+            fan = draw(st.lists(st.integers(1, 3), min_size=width, max_size=width))
+            chain.append([p for p, f in enumerate(fan) for _ in range(f)])
+            width = sum(fan)
+        parents.append(chain)
+    leaf_sizes = [len(p[-1]) for p in parents]
+    cells = list(itertools.product(*(range(s) for s in leaf_sizes)))
+    counts = draw(st.lists(st.integers(0, 30), min_size=len(cells), max_size=len(cells)))
+    tree = draw(st.sampled_from(["destination", "origin", "sequential"])) if n_chains == 2 else None
+    return World(parents, tree, {c: n for c, n in zip(cells, counts, strict=True) if n})
+
+
+@settings(max_examples=40, deadline=None)
+@given(worlds(), st.sampled_from(["bounded", "unbounded"]))
+def test_hierarchical_gls_on_random_trees(world: World, privacy: str) -> None:
+    result, noisy, var = _run_hierarchical_recording(
+        world, Budget.from_args(rho=0.5), privacy=privacy
+    )
+    _assert_rounds(world, result, _gls(world, noisy, var))
+
+
+@settings(max_examples=40, deadline=None)
+@given(worlds())
+def test_exactness_at_infinite_budget(world: World) -> None:
+    """rho = inf: every full-domain and TopDown baseline returns the true leaf table."""
+    truth = {k: v for k, v in world.leaf_counts.items() if v}
+    for mechanism in ("vanilla_gauss", "hierarchical", "tda_l2", "tda_linf_solver"):
+        result = run_mechanism(mechanism, world.ctx(Budget.from_args(rho=math.inf), mechanism))
+        assert _released(world, result) == truth, mechanism
+        assert result.counts.dtype == np.int64
+        assert len(result.levels) == world.spec.n_levels + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# full-domain refusal, budgets, statistics
+# ------------------------------------------------------------------------------------------------
+
+
+def test_full_domain_refusal_before_any_work() -> None:
+    world = _od_world()  # 3 x 4 = 12 leaves, 1 + 2 + 4 + 6 + 9 + 12 = 34 nodes
+    assert check_full_domain("hierarchical", world.spec, world.chains, 34) == [1, 2, 4, 6, 9, 12]
+    with pytest.raises(SpecError) as err:
+        run_mechanism(
+            "vanilla_gauss", world.ctx(Budget.from_args(rho=1.0), "vanilla_gauss", max_cells=11)
+        )
+    assert str(err.value) == (
+        "mechanism 'vanilla_gauss' noises every cell of the full domain: 12 leaf cells (the "
+        "full domain) exceed max_cells=11; raise max_cells= or use mechanism='inftda'"
+    )
+    with pytest.raises(SpecError, match=r"34 nodes .* exceed max_cells=33"):
+        run_mechanism(
+            "hierarchical", world.ctx(Budget.from_args(rho=1.0), "hierarchical", max_cells=33)
+        )
+    assert world.calls == []  # refused before reading any true count
+    run_mechanism(
+        "vanilla_gauss", world.ctx(Budget.from_args(rho=1.0), "vanilla_gauss", max_cells=12)
+    )
+
+
+def test_refusal_message_formats_large_numbers() -> None:
+    n = 7264
+    world = World([[[0] * n], [[0] * n]], "destination", {})
+    with pytest.raises(SpecError, match=r"52,765,696 leaf cells .* max_cells=50,000,000;"):
+        check_full_domain("vanilla_gauss", world.spec, world.chains, 50_000_000)
+
+
+def test_stability_histogram_needs_epsilon_and_delta() -> None:
+    world = _od_world()
+    with pytest.raises(BudgetError, match=r"\(epsilon, delta\)-DP, not zCDP.*epsilon= and delta="):
+        run_mechanism(
+            "stability_histogram", world.ctx(Budget.from_args(rho=1.0), "stability_histogram")
+        )
+    assert world.calls == []
+
+
+def test_stability_histogram_counts_and_threshold() -> None:
+    world = _od_world()
+    # epsilon = inf: no noise, threshold m + 1 = 2: the count of 1 is dropped
+    ctx = world.ctx(Budget.from_args(epsilon=math.inf, delta=1e-6), "stability_histogram")
+    got = _released(world, run_mechanism("stability_histogram", ctx))
+    assert got == {k: v for k, v in world.leaf_counts.items() if v >= 2}
+    # finite: only positive true cells, never below the threshold
+    budget = Budget.from_args(epsilon=2.0, delta=0.05)
+    for seed in range(20):
+        res = run_mechanism(
+            "stability_histogram", world.ctx(budget, "stability_histogram", seed=seed)
+        )
+        out = _released(world, res)
+        assert set(out) <= set(world.leaf_counts)
+        assert all(v >= 3 for v in out.values())  # threshold at (2, 0.05), bounded m = 1
+        assert res.levels[-1].noised_cells == 0  # the number of positive cells is private
+
+
+def test_vanilla_gauss_noises_every_cell() -> None:
+    world = _od_world()
+    budget = Budget.from_args(rho=0.05)
+    seen: set[tuple[int, ...]] = set()
+    negative = False
+    for seed in range(10):
+        res = run_mechanism("vanilla_gauss", world.ctx(budget, "vanilla_gauss", seed=seed))
+        out = _released(world, res)
+        seen |= set(out)
+        negative |= any(v < 0 for v in out.values())
+        assert 0 not in out.values()
+        assert res.levels[-1].noised_cells == 12 and res.levels[-1].parents == 9
+        assert res.levels[-1].surviving_cells == len(out)
+    assert len(seen) == 12  # every cell of the domain, empty ones included
+    assert negative
+
+
+def test_progress_and_level_stats() -> None:
+    world = _od_world()
+    for mechanism, budget in [
+        ("vanilla_gauss", Budget.from_args(rho=1.0)),
+        ("stability_histogram", Budget.from_args(epsilon=1.0, delta=1e-3)),
+        ("tda_l2", Budget.from_args(rho=1.0)),
+        ("tda_linf_solver", Budget.from_args(rho=1.0)),
+        ("hierarchical", Budget.from_args(rho=1.0)),
+    ]:
+        seen: list[LevelStats] = []
+        res = run_mechanism(mechanism, world.ctx(budget, mechanism, progress=seen.append))
+        assert tuple(seen) == res.levels, mechanism
+        assert [s.level for s in seen] == list(range(world.spec.n_levels + 1))
+        assert seen[-1].surviving_cells == res.counts.size
+        assert all(s.seconds >= 0 for s in seen)
+        # levels the mechanism does not release are sums of the released leaves
+        if mechanism in ("vanilla_gauss", "stability_histogram"):
+            assert seen[0].surviving_cells == int(res.counts.sum() != 0)
+
+
+def test_optimizers_plug_into_topdown_consistently() -> None:
+    world = _od_world()
+    for mechanism in ("tda_l2", "tda_linf_solver"):
+        for seed in range(3):
+            res = run_mechanism(
+                mechanism, world.ctx(Budget.from_args(rho=0.2), mechanism, seed=seed)
+            )
+            assert (res.counts > 0).all() and res.counts.sum() == world.total
+
+
+def test_public_names() -> None:
+    assert sorted(_baselines.__all__) == _baselines.__all__
+    assert all(hasattr(_baselines, name) for name in _baselines.__all__)
