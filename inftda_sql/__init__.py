@@ -17,7 +17,8 @@ The package is organised as the pipeline of a release:
   :func:`evaluate` compares a release with the truth per level, :func:`plot_evaluation` and
   :func:`plot_zoom` draw it -- ``_evaluate.py``, ``_plot.py``;
 * **opening files for other clients**: :func:`connect` with ``storage_version=`` writes files
-  that older DuckDB engines (SQL IDEs) can read -- ``_compat.py``.
+  that older DuckDB engines (SQL IDEs) can read -- ``_compat.py``; :func:`publish` copies a
+  release, and nothing private, into a file to share -- ``_publish.py``.
 
 Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 """
@@ -42,6 +43,7 @@ from ._intopt import intopt
 from ._noise import sample_discrete_gaussian
 from ._planning import Plan, plan
 from ._plot import plot_evaluation, plot_zoom
+from ._publish import publish
 from ._release import Release, release
 from ._version import __version__
 
@@ -67,6 +69,7 @@ __all__ = [
     "plan",
     "plot_evaluation",
     "plot_zoom",
+    "publish",
     "release",
     "sample_discrete_gaussian",
     "set_budget",

@@ -679,6 +679,31 @@ def _budget(args: argparse.Namespace) -> int:
 # plan
 
 
+def _publish(args: argparse.Namespace) -> int:
+    from ._publish import publish
+
+    # read-write only because DuckDB cannot attach a new file from a read-only connection;
+    # publish() writes nothing to the working database
+    con = _open(args.db)
+    try:
+        out = publish(
+            con,
+            args.output,
+            args.path,
+            public_tables=[t for t in (args.public_table or []) if t],
+            storage_version=args.storage_version,
+            overwrite=args.overwrite,
+            allow_non_private=args.allow_non_private,
+        )
+    finally:
+        con.close()
+    print(
+        f"published {args.output!r} to {out}: the released table, its levels view and its "
+        "ledger row (no input, no diagnostics); share this file, not the working database"
+    )
+    return 0
+
+
 def _plan(args: argparse.Namespace) -> int:
     plan = _optional("_planning", "plan", "plan")
     kw: dict[str, Any] = {
@@ -857,6 +882,31 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("db")
     lg.add_argument("--format", choices=["table", "csv", "json"], default="table")
     lg.set_defaults(func=_ledger)
+
+    pb = sub.add_parser(
+        "publish", help="copy a release (and nothing private) into a new file to share"
+    )
+    pb.add_argument("db", help="the working database holding the release")
+    pb.add_argument("output", help="the released table")
+    pb.add_argument("path", help="the new file to write")
+    pb.add_argument(
+        "--public-table",
+        action="append",
+        help="a public table to copy along (e.g. the geography); repeat for more",
+    )
+    pb.add_argument(
+        "--storage-version",
+        default="v1.0.0",
+        help="storage format of the new file (default v1.0.0: DuckDB 1.x clients "
+        "such as DBeaver open it; 'latest' for this DuckDB's own)",
+    )
+    pb.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    pb.add_argument(
+        "--allow-non-private",
+        action="store_true",
+        help="publish a seeded / infinite-budget release (test data only)",
+    )
+    pb.set_defaults(func=_publish)
 
     b = sub.add_parser("budget", help="store the total privacy budget of an input table")
     b.add_argument("db", help="DuckDB database file")

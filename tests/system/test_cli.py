@@ -671,3 +671,35 @@ def test_progress_bar_in_a_real_terminal(slow_release_argv: list[str]) -> None:
     piped = subprocess.run(slow_release_argv, capture_output=True, check=False)
     assert piped.returncode == 0
     assert piped.stderr == b""
+
+
+def test_publish_writes_a_shareable_file(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "public.duckdb"
+    code, out, err = run(
+        ["publish", str(demo), "trips_private", str(target), "--public-table", "geo"], capsys
+    )
+    assert code == 0, err
+    assert "no input, no diagnostics" in out
+    assert _query(target, "SELECT table_name FROM information_schema.tables ORDER BY 1") == [
+        ("geo",),
+        ("inftda_releases",),
+        ("trips_private",),
+        ("trips_private_levels",),
+    ]
+    code, _, err = run(["publish", str(demo), "trips_private", str(target)], capsys)
+    assert code == 1 and "--overwrite" in err and err.count("\n") == 1
+    code, _, err = run(
+        [
+            "publish",
+            str(demo),
+            "trips_private",
+            str(target),
+            "--public-table",
+            "trips",
+            "--overwrite",
+        ],
+        capsys,
+    )
+    assert code == 1 and "private input" in err

@@ -38,6 +38,7 @@ def test_public_names_are_pinned() -> None:
         "plan",
         "plot_evaluation",
         "plot_zoom",
+        "publish",
         "release",
         "sample_discrete_gaussian",
         "set_budget",

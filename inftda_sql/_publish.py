@@ -1,0 +1,139 @@
+"""Publishing: a separate file that carries nothing but released values.
+
+The database a release writes into also holds the private input and, in the ledger's
+``details``, diagnostics about it for the data owner (rows dropped by contribution bounding).
+Sharing that file would publish them. :func:`publish` copies one release into a new DuckDB file:
+the released table, its levels view, and its ledger row without the diagnostics, in a storage
+format older DuckDB clients (SQL IDEs) can open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from . import _compile
+from ._catalog import object_kind
+from ._compat import COMPATIBLE_STORAGE_VERSION
+from ._errors import InftdaError, OutputExistsError, SpecError
+from ._spec import parse_hierarchy
+from ._sql import ident, qualified, render, rows, run
+from ._write import LEDGER_TABLE
+
+__all__ = ["publish"]
+
+_ALIAS = "__inftda_publish"
+# ledger columns that describe the release itself (everything but ``details``)
+_PUBLIC_LEDGER = (
+    "release_id", "created_at", "input_table", "output_table", "hierarchy", "tree",
+    "domain_source", "mechanism", "guarantee", "privacy", "rho", "epsilon", "delta",
+    "conversion", "budget_given", "contribution", "distinct_records", "level_names",
+    "level_sensitivity", "level_rho", "level_sigma", "seeded", "non_private", "library_version",
+)  # fmt: skip
+
+
+def publish(
+    con: duckdb.DuckDBPyConnection,
+    output: str,
+    path: str | os.PathLike[str],
+    /,
+    *,
+    public_tables: Sequence[str] = (),
+    storage_version: str = COMPATIBLE_STORAGE_VERSION,
+    overwrite: bool = False,
+    allow_non_private: bool = False,
+) -> Path:
+    """Copy the release ``output`` into a new DuckDB file safe to share.
+
+    Args:
+        con: the connection holding the release (and the private input).
+        output: the released table, as written by :func:`release`.
+        path: the file to create.
+        public_tables: tables that are public already (the geography, the domain) to copy
+            along, so that the shared file joins on its own. Never name the private input.
+        storage_version: storage format of the new file (``"v1.0.0"``: readable by DuckDB 1.x
+            clients such as DBeaver's driver; ``"latest"`` for this DuckDB's own).
+        overwrite: replace an existing file.
+        allow_non_private: publish a release the ledger marks as not private (seeded, infinite
+            budget, domain from the data, budget override). Refused by default.
+
+    Returns:
+        The path of the new file.
+    """
+    if not isinstance(output, str) or object_kind(con, output) != "table":
+        raise SpecError(
+            f"{output!r} is not a table of this database; pass the output= of a release"
+        )
+    if object_kind(con, LEDGER_TABLE) is None:
+        raise SpecError(
+            f"{output!r} has no ledger row: publish() copies tables written by release()"
+        )
+    cols = ", ".join(ident(c) for c in _PUBLIC_LEDGER)
+    cur = con.execute(
+        f"SELECT {cols}, details FROM {ident(LEDGER_TABLE)} "
+        "WHERE lower(output_table) = lower($o) ORDER BY release_id DESC LIMIT 1",
+        {"o": output},
+    )
+    found = cur.fetchall()
+    if not found:
+        raise SpecError(
+            f"{output!r} has no ledger row: publish() copies tables written by release()"
+        )
+    row = dict(zip([*_PUBLIC_LEDGER, "details"], found[0], strict=True))
+    if row["non_private"] and not allow_non_private:
+        raise InftdaError(
+            f"release #{row['release_id']} ({output!r}) is not private: "
+            f"{'; '.join(row['non_private'])}; publishing it would disclose the data. Make a "
+            "private release, or pass allow_non_private=True (--allow-non-private) for test data"
+        )
+    for t in public_tables:
+        if object_kind(con, t) is None:
+            raise SpecError(f"public table {t!r} is not a table or view of this database")
+        if t.lower() == str(row["input_table"]).lower():
+            raise InftdaError(f"{t!r} is the private input of this release; it cannot be published")
+    target = Path(os.fspath(path))
+    if target.exists():
+        if not overwrite:
+            raise OutputExistsError(f"{str(target)!r} exists; pass overwrite=True or another path")
+        target.unlink()
+        Path(str(target) + ".wal").unlink(missing_ok=True)
+    details = json.loads(row.pop("details") or "{}")
+    public_details = {k: v for k, v in details.items() if not k.startswith("diagnostics")}
+    spec = parse_hierarchy(*_hierarchy_args(row["hierarchy"]))
+    version = "" if storage_version == "latest" else f" (STORAGE_VERSION '{storage_version}')"
+    original = rows(con, "SELECT current_database()")[0][0]
+    run(con, f"ATTACH '{_quote_path(target)}' AS {_ALIAS}{version}")
+    try:
+        run(con, f"CREATE TABLE {_ALIAS}.main.{ident(output)} AS FROM {qualified(output)}")
+        for t in public_tables:
+            run(con, f"CREATE TABLE {_ALIAS}.main.{ident(t.split('.')[-1])} AS FROM {qualified(t)}")
+        run(con, f"USE {_ALIAS}")
+        try:
+            view = details.get("levels_view")
+            if view:
+                run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
+            run(con, render("ledger", ledger=ident(LEDGER_TABLE)))
+            params = {**row, "details": json.dumps(public_details)}
+            placeholders = ", ".join(f"${c}" for c in (*_PUBLIC_LEDGER, "details"))
+            run(con, f"INSERT INTO {ident(LEDGER_TABLE)} VALUES ({placeholders})", params)
+        finally:
+            run(con, f"USE {ident(original)}")
+    except BaseException:
+        run(con, f"DETACH {_ALIAS}")
+        target.unlink(missing_ok=True)
+        raise
+    run(con, f"DETACH {_ALIAS}")
+    return target
+
+
+def _hierarchy_args(text: str) -> tuple[list[list[str]], str]:
+    h = json.loads(text)
+    return h["chains"], h["tree"]
+
+
+def _quote_path(path: Path) -> str:
+    return str(path).replace("'", "''")
