@@ -137,7 +137,8 @@ def evaluate(
         >>> _ = con.execute("CREATE TABLE persons AS SELECT * FROM geo, range(2) WHERE city <> 'b'")
         >>> _ = inftda_sql.release(con, "persons", hierarchy=["region", "city"], domain="geo",
         ...                        rho=float("inf"))
-        >>> ev = evaluate(con, "persons", "persons_private", hierarchy=["region", "city"])
+        >>> ev = inftda_sql.evaluate(con, "persons", "persons_private",
+        ...                          hierarchy=["region", "city"])
         >>> ev.project("level, level_name, cells_true, max_abs_error").fetchall()
         [(0, 'root', 1, 0), (1, 'region', 2, 0), (2, 'city', 2, 0)]
     """
