@@ -540,9 +540,10 @@ def run_stability_histogram(ctx: MechanismContext) -> TopDownResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _topdown_with(
-    ctx: MechanismContext, optimizer: Callable[[I64, I64, I64], I64]
+def run_topdown(
+    ctx: MechanismContext, optimizer: Callable[[I64, I64, I64], I64] | None = None
 ) -> TopDownResult:
+    """TopDown over ``ctx`` with ``optimizer`` per level (IntOpt, i.e. InfTDA, when None)."""
     return topdown(
         ctx.spec,
         ctx.chains,
@@ -558,13 +559,13 @@ def _topdown_with(
 
 def run_tda_l2(ctx: MechanismContext) -> TopDownResult:
     """TopDown with :func:`l2_optimizer` in place of IntOpt."""
-    return _topdown_with(ctx, l2_optimizer)
+    return run_topdown(ctx, l2_optimizer)
 
 
 def run_tda_linf_solver(ctx: MechanismContext) -> TopDownResult:
     """TopDown with :func:`linf_milp_optimizer` (HiGHS per parent) in place of IntOpt."""
     require_solver()
-    return _topdown_with(ctx, linf_milp_optimizer)
+    return run_topdown(ctx, linf_milp_optimizer)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from ._accounting import Accounting, Budget
 from ._errors import SpecError
 from ._random import RandomSource
 from ._spec import TreeSpec
-from ._topdown import ChainTree, LevelStats, TopDownResult, topdown
+from ._topdown import ChainTree, LevelStats, TopDownResult
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
@@ -125,16 +125,7 @@ def _check(mechanism: str) -> None:
 
 
 def _inftda(ctx: MechanismContext) -> TopDownResult:
-    return topdown(
-        ctx.spec,
-        ctx.chains,
-        ctx.true_level,
-        ctx.tree_sigmas,
-        ctx.total,
-        source=ctx.source,
-        progress=ctx.progress,
-        threads=ctx.threads,
-    )
+    return _baselines.run_topdown(ctx)
 
 
 def check_mechanism(mechanism: str, budget: Budget) -> None:
