@@ -40,7 +40,7 @@ import html
 import math
 import numbers
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -200,17 +200,31 @@ def _tight_log_delta(rho: float, epsilon: float) -> float:
     u_lo = min(-60.0, -gap - 60.0)
     while derivative(u_lo) >= 0.0 and u_lo > -1e300:  # pragma: no cover - rho > 1e27
         u_lo *= 2.0
-    for _ in range(_MAX_BISECTIONS):
-        u_mid = 0.5 * (u_lo + u_hi)
-        if u_mid in (u_lo, u_hi):
-            break
-        if derivative(u_mid) < 0.0:
-            u_lo = u_mid
-        else:
-            u_hi = u_mid
+    _, u_hi = _bisect(lambda u: derivative(u) < 0.0, u_lo, u_hi)
     t = math.exp(u_hi)
     log_delta = t * (gap + t * rho + _log_ratio(u_hi)) - math.log1p(t)
     return min(log_delta, 0.0)
+
+
+def _bisect(
+    on_lo_side: Callable[[float], bool], lo: float, hi: float, rel_tol: float = 0.0
+) -> tuple[float, float]:
+    """Shrink ``[lo, hi]`` around the point where ``on_lo_side`` turns False.
+
+    Stops at a relative width of ``rel_tol`` (0: until the midpoint is a bracket end, i.e. to
+    float precision) or after ``_MAX_BISECTIONS`` steps; returns the final bracket.
+    """
+    for _ in range(_MAX_BISECTIONS):
+        if hi - lo <= rel_tol * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if on_lo_side(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
 
 
 def _log_delta(rho: float, epsilon: float, conversion: Conversion) -> float:
@@ -288,16 +302,7 @@ def rho_to_epsilon(rho: float, delta: float, conversion: str = "tight") -> float
     lo, hi = 0.0, simple
     while _tight_log_delta(r, hi) > log_target:  # pragma: no cover - the simple bound holds
         lo, hi = hi, 2.0 * hi
-    for _ in range(_MAX_BISECTIONS):
-        if hi - lo <= _REL_TOL * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if _tight_log_delta(r, mid) > log_target:
-            lo = mid
-        else:
-            hi = mid
+    _, hi = _bisect(lambda eps: _tight_log_delta(r, eps) > log_target, lo, hi, _REL_TOL)
     return hi
 
 
@@ -347,16 +352,7 @@ def epsilon_to_rho(epsilon: float, delta: float, conversion: str = "tight") -> f
     factor = 2.0 if lo > 0.0 else 10.0
     while _tight_log_delta(hi, e) <= log_target:
         lo, hi = hi, hi * factor
-    for _ in range(_MAX_BISECTIONS):
-        if hi - lo <= _REL_TOL * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if _tight_log_delta(mid, e) <= log_target:
-            lo = mid
-        else:
-            hi = mid
+    lo, _ = _bisect(lambda rho: _tight_log_delta(rho, e) <= log_target, lo, hi, _REL_TOL)
     return lo
 
 

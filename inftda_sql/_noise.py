@@ -633,6 +633,15 @@ def _normaliser(sigma: float) -> float:
     return 1.0 + 2.0 * float(np.exp(-(xs * xs) / (2.0 * sigma * sigma)).sum())
 
 
+def _integer_points(x: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], bool]:
+    """``x`` as float64 (checked to hold only integers) and whether it was a scalar int."""
+    scalar = isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    xa = np.asarray(x)
+    if xa.dtype.kind not in "iuf" or not bool(np.all(np.isfinite(xa) & (xa == np.round(xa)))):
+        raise SpecError(f"x must be an integer or an array of integers, got {x!r}")
+    return xa.astype(np.float64), scalar
+
+
 @overload
 def discrete_gaussian_pmf(x: int, sigma: float) -> float: ...
 @overload
@@ -665,11 +674,7 @@ def discrete_gaussian_pmf(x: npt.ArrayLike, sigma: float) -> npt.NDArray[np.floa
     if s.ndim != 0:
         raise SpecError(f"sigma must be a single number here, got an array of shape {s.shape}")
     sig = float(s)
-    scalar = isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-    xa = np.asarray(x)
-    if xa.dtype.kind not in "iuf" or not bool(np.all(np.isfinite(xa) & (xa == np.round(xa)))):
-        raise SpecError(f"x must be an integer or an array of integers, got {x!r}")
-    xf = xa.astype(np.float64)
+    xf, scalar = _integer_points(x)
     if sig == 0.0:
         res = (xf == 0.0).astype(np.float64)
     else:
@@ -866,11 +871,8 @@ def discrete_laplace_pmf(x: npt.ArrayLike, scale: float) -> npt.NDArray[np.float
         [0.0, 1.0, 0.0]
     """
     b = _check_scale(scale)
-    is_scalar = isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-    xa = np.asarray(x)
-    if xa.dtype.kind not in "iuf" or not bool(np.all(np.isfinite(xa) & (xa == np.round(xa)))):
-        raise SpecError(f"x must be an integer or an array of integers, got {x!r}")
-    xf = np.abs(xa.astype(np.float64))
+    xf, is_scalar = _integer_points(x)
+    xf = np.abs(xf)
     if b == 0.0:
         res = (xf == 0.0).astype(np.float64)
     else:
