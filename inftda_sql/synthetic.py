@@ -53,6 +53,62 @@ def _split(rng: np.random.Generator, total: int, parts: int, concentration: floa
     return sizes.astype(np.int64)
 
 
+def _write_od(
+    con: duckdb.DuckDBPyConnection,
+    geo: pa.Table,
+    pairs: pa.Table,
+    *,
+    prefix: str,
+    overwrite: bool,
+    microdata: bool,
+    geo_select: str,
+    geo_order: str,
+    side_columns: dict[str, dict[str, str]],
+) -> dict[str, str]:
+    """Write a geography, its origin/destination views and the trips table; return the names.
+
+    ``pairs`` holds one row per O/D pair with a count ``n``; with ``microdata`` the trips table
+    has one row per trip instead. ``side_columns[side]`` renames geography columns to the
+    columns of that side's chain (the views are the per-chain public domains).
+    """
+    names = {k: prefix + k for k in ("geo", "geo_origin", "geo_destination", "trips")}
+    if overwrite:
+        for k in ("geo_origin", "geo_destination"):
+            run(con, f"DROP VIEW IF EXISTS {ident(names[k])}")
+        for k in ("trips", "geo"):
+            run(con, f"DROP TABLE IF EXISTS {ident(names[k])}")
+    tmp_geo, tmp_pairs = f"__{prefix}geo_arrow", f"__{prefix}pairs_arrow"
+    con.register(tmp_geo, geo)
+    con.register(tmp_pairs, pairs)
+    try:
+        run(
+            con,
+            f"CREATE TABLE {ident(names['geo'])} AS SELECT {geo_select} FROM {ident(tmp_geo)} "
+            f"ORDER BY {geo_order}",
+        )
+        for side, view in (("o", "geo_origin"), ("d", "geo_destination")):
+            renamed = ", ".join(
+                f"{ident(c)} AS {ident(to)}" for c, to in side_columns[side].items()
+            )
+            run(
+                con,
+                f"CREATE VIEW {ident(names[view])} AS SELECT {renamed} FROM {ident(names['geo'])}",
+            )
+        if microdata:
+            od_cols = ", ".join(ident(c) for c in pairs.column_names if c != "n")
+            run(
+                con,
+                f"CREATE TABLE {ident(names['trips'])} AS SELECT {od_cols} "
+                f"FROM {ident(tmp_pairs)}, range(n) AS r(i)",
+            )
+        else:
+            run(con, f"CREATE TABLE {ident(names['trips'])} AS SELECT * FROM {ident(tmp_pairs)}")
+    finally:
+        con.unregister(tmp_geo)
+        con.unregister(tmp_pairs)
+    return names
+
+
 def italy_like(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -134,12 +190,6 @@ def italy_like(
     short = total_trips - int(counts.sum())
     counts[np.argsort(share - np.floor(share))[::-1][:short]] += 1
 
-    names = {k: prefix + k for k in ("geo", "geo_origin", "geo_destination", "trips")}
-    if overwrite:
-        for k in ("geo_origin", "geo_destination"):
-            run(con, f"DROP VIEW IF EXISTS {ident(names[k])}")
-        for k in ("trips", "geo"):
-            run(con, f"DROP TABLE IF EXISTS {ident(names[k])}")
     geo = pa.table(
         {
             "region": mun_region.astype(np.int32),
@@ -158,37 +208,24 @@ def italy_like(
             "n": counts,
         }
     )
-    tmp_geo, tmp_pairs = f"__{prefix}geo_arrow", f"__{prefix}pairs_arrow"
-    con.register(tmp_geo, geo)
-    con.register(tmp_pairs, pairs)
-    try:
-        run(
-            con,
-            f"CREATE TABLE {ident(names['geo'])} AS SELECT region, province, municipality, "
-            f"'Comune ' || municipality AS name FROM {ident(tmp_geo)} ORDER BY municipality",
-        )
-        run(
-            con,
-            f"CREATE VIEW {ident(names['geo_origin'])} AS SELECT region AS o_region, "
-            f"province AS o_province, municipality AS o_mun FROM {ident(names['geo'])}",
-        )
-        run(
-            con,
-            f"CREATE VIEW {ident(names['geo_destination'])} AS SELECT region AS d_region, "
-            f"province AS d_province, municipality AS d_mun FROM {ident(names['geo'])}",
-        )
-        if microdata:
-            run(
-                con,
-                f"CREATE TABLE {ident(names['trips'])} AS SELECT o_region, o_province, "
-                f"o_mun, d_region, d_province, d_mun FROM {ident(tmp_pairs)}, "
-                "range(n) AS r(i)",
-            )
-        else:
-            run(con, f"CREATE TABLE {ident(names['trips'])} AS SELECT * FROM {ident(tmp_pairs)}")
-    finally:
-        con.unregister(tmp_geo)
-        con.unregister(tmp_pairs)
+    names = _write_od(
+        con,
+        geo,
+        pairs,
+        prefix=prefix,
+        overwrite=overwrite,
+        microdata=microdata,
+        geo_select="region, province, municipality, 'Comune ' || municipality AS name",
+        geo_order="municipality",
+        side_columns={
+            side: {
+                "region": f"{side}_region",
+                "province": f"{side}_province",
+                "municipality": f"{side}_mun",
+            }
+            for side in ("o", "d")
+        },
+    )
     return SyntheticOD(
         geo=names["geo"],
         geo_origin=names["geo_origin"],
@@ -335,47 +372,24 @@ def paper_dataset(
     flows = paper_flows(n_pairs, rng)
     o_idx, d_idx = pair // n_leaves, pair % n_leaves
 
-    names = {k: prefix + k for k in ("geo", "geo_origin", "geo_destination", "trips")}
-    if overwrite:
-        for k in ("geo_origin", "geo_destination"):
-            run(con, f"DROP VIEW IF EXISTS {ident(names[k])}")
-        for k in ("trips", "geo"):
-            run(con, f"DROP TABLE IF EXISTS {ident(names[k])}")
     geo = pa.table({c: codes[d].astype(np.int32) for d, c in enumerate(cols)})
     pairs_data: dict[str, np.ndarray] = {}
     for side, idx in (("o", o_idx), ("d", d_idx)):
         for d, c in enumerate(cols):
             pairs_data[f"{side}_{c}"] = codes[d][idx].astype(np.int32)
     pairs_data["n"] = flows
-    pairs = pa.table(pairs_data)
-    tmp_geo, tmp_pairs = f"__{prefix}paper_geo_arrow", f"__{prefix}paper_pairs_arrow"
-    con.register(tmp_geo, geo)
-    con.register(tmp_pairs, pairs)
-    try:
-        geo_cols = ", ".join(ident(c) for c in cols)
-        run(
-            con,
-            f"CREATE TABLE {ident(names['geo'])} AS SELECT {geo_cols} FROM {ident(tmp_geo)} "
-            f"ORDER BY {geo_cols}",
-        )
-        for side, view in (("o", "geo_origin"), ("d", "geo_destination")):
-            renamed = ", ".join(f"{ident(c)} AS {ident(f'{side}_{c}')}" for c in cols)
-            run(
-                con,
-                f"CREATE VIEW {ident(names[view])} AS SELECT {renamed} FROM {ident(names['geo'])}",
-            )
-        od_cols = ", ".join(ident(c) for c in pairs_data if c != "n")
-        if microdata:
-            run(
-                con,
-                f"CREATE TABLE {ident(names['trips'])} AS SELECT {od_cols} "
-                f"FROM {ident(tmp_pairs)}, range(n) AS r(i)",
-            )
-        else:
-            run(con, f"CREATE TABLE {ident(names['trips'])} AS SELECT * FROM {ident(tmp_pairs)}")
-    finally:
-        con.unregister(tmp_geo)
-        con.unregister(tmp_pairs)
+    geo_cols = ", ".join(ident(c) for c in cols)
+    names = _write_od(
+        con,
+        geo,
+        pa.table(pairs_data),
+        prefix=prefix,
+        overwrite=overwrite,
+        microdata=microdata,
+        geo_select=geo_cols,
+        geo_order=geo_cols,
+        side_columns={side: {c: f"{side}_{c}" for c in cols} for side in ("o", "d")},
+    )
     return PaperOD(
         kind=kind,
         density=density,
