@@ -40,8 +40,8 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inftda_sql import _intopt  # noqa: E402
-from inftda_sql._intopt import intopt  # noqa: E402
+from inftda_sql.core import intopt as _intopt  # noqa: E402
+from inftda_sql.core.intopt import intopt  # noqa: E402
 
 REF_PYTHON = ROOT / "benchmarks" / ".venv-ref" / "bin" / "python"
 Int64Array = npt.NDArray[np.int64]

@@ -31,8 +31,8 @@ import numpy as np
 if importlib.util.find_spec("inftda_sql") is None:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inftda_sql import _noise
-from inftda_sql._noise import SIGMA_TABLE_MAX, sample_discrete_gaussian
+from inftda_sql.core import noise as _noise
+from inftda_sql.core.noise import SIGMA_TABLE_MAX, sample_discrete_gaussian
 
 SIGMAS = (1.0, 10.0, 100.0, 1e4)
 

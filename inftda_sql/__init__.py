@@ -25,7 +25,6 @@ Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 
 from __future__ import annotations
 
-from ._accounting import Accounting, Budget
 from ._budget import Ledger, ledger, set_budget
 from ._compat import connect, storage_version
 from ._errors import (
@@ -39,13 +38,14 @@ from ._errors import (
     SpecError,
 )
 from ._evaluate import evaluate
-from ._intopt import intopt
-from ._noise import sample_discrete_gaussian
 from ._planning import Plan, plan
 from ._plot import plot_evaluation, plot_zoom
 from ._publish import publish
 from ._release import Release, release
 from ._version import __version__
+from .core.accounting import Accounting, Budget
+from .core.intopt import intopt
+from .core.noise import sample_discrete_gaussian
 
 __all__ = [
     "Accounting",

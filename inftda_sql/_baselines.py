@@ -1,7 +1,7 @@
 """The baselines InfTDA is compared with (the PETS 2025 paper's experiments, and Hay et al.).
 
 Each ``run_*`` function takes the :class:`~inftda_sql._mechanisms.MechanismContext` of a
-release and returns a :class:`~inftda_sql._topdown.TopDownResult` (leaf codes per chain,
+release and returns a :class:`~inftda_sql.core.topdown.TopDownResult` (leaf codes per chain,
 counts, per-level statistics), like InfTDA. Cells always come from the public domain
 (``ctx.chains``), noise only from the exact samplers of :mod:`._noise` with ``ctx.source``,
 scales only from :mod:`._accounting`, and everything after the noise uses noisy values only.
@@ -15,7 +15,7 @@ scales only from :mod:`._accounting`, and everything after the noise uses noisy 
   POSITIVE leaf counts only, then noisy counts below a threshold are dropped: no false
   positives, non-negative integers, biased (small counts vanish), no consistency with the
   total. ``(epsilon, delta)``-DP, not zCDP: scale and threshold come from
-  :func:`~inftda_sql._accounting.stability_histogram` (its docstring has the proof), so the
+  :func:`~inftda_sql.core.accounting.stability_histogram` (its docstring has the proof), so the
   budget must be given as ``epsilon`` and ``delta``.
 * ``tda_l2`` (:func:`run_tda_l2`): TopDown with a Euclidean projection per parent
   (:func:`l2_optimizer`): the continuous projection onto ``{x >= 0, sum x = target}``
@@ -39,7 +39,7 @@ scales only from :mod:`._accounting`, and everything after the noise uses noisy 
   from that node's own real-valued estimate, and in bounded DP from the public total N.
   Refuses trees above ``ctx.max_cells`` nodes in total (all levels).
 
-Every runner fills one :class:`~inftda_sql._topdown.LevelStats` per level (root first):
+Every runner fills one :class:`~inftda_sql.core.topdown.LevelStats` per level (root first):
 ``parents`` = cells of the level above that the level refines (all of the domain for the
 full-domain mechanisms, the surviving ones for TopDown); ``noised_cells`` = cells that went
 through the noise step, counted as TopDown counts them (the Stability Histogram reports 0:
@@ -60,13 +60,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._accounting import Budget, stability_histogram
-from ._compile import key_strides
 from ._errors import BudgetError, InternalError, SpecError
-from ._noise import sample_discrete_gaussian, sample_discrete_laplace
-from ._random import RandomSource
-from ._spec import TreeSpec
-from ._topdown import ChainTree, LevelStats, TopDownResult, topdown
+from .core.accounting import Budget, stability_histogram
+from .core.noise import sample_discrete_gaussian, sample_discrete_laplace
+from .core.rng import RandomSource
+from .core.spec import TreeSpec
+from .core.topdown import ChainTree, LevelStats, TopDownResult, topdown
+from .engines.duckdb.compile import key_strides
 
 if TYPE_CHECKING:
     from ._mechanisms import MechanismContext
@@ -496,7 +496,7 @@ def require_epsilon_delta(budget: Budget) -> None:
 
 def run_stability_histogram(ctx: MechanismContext) -> TopDownResult:
     """Discrete Laplace noise on the positive leaf counts; drop noisy counts below the
-    threshold (see :func:`~inftda_sql._accounting.stability_histogram`)."""
+    threshold (see :func:`~inftda_sql.core.accounting.stability_histogram`)."""
     acct = ctx.accounting
     budget = acct.budget
     require_epsilon_delta(budget)

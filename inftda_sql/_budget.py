@@ -17,11 +17,11 @@ from typing import Any
 
 import duckdb
 
-from ._accounting import Budget, rho_to_epsilon
-from ._catalog import object_kind
 from ._errors import BudgetExceededError, SpecError
-from ._sql import ident, render, rows, run
-from ._write import LEDGER_TABLE
+from .core.accounting import Budget, rho_to_epsilon
+from .engines.duckdb.catalog import object_kind
+from .engines.duckdb.sql import ident, render, rows, run
+from .engines.duckdb.write import LEDGER_TABLE
 
 __all__ = ["BUDGET_TABLE", "Ledger", "budget_of", "check_budget", "ledger", "set_budget"]
 

@@ -39,9 +39,9 @@ import duckdb
 from ._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from ._errors import InftdaError, SpecError
 from ._release import MECHANISMS, release
-from ._spec import TREE_KINDS, parse_hierarchy
-from ._topdown import LevelStats
 from ._version import __version__
+from .core.spec import TREE_KINDS, parse_hierarchy
+from .core.topdown import LevelStats
 
 __all__ = ["main"]
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
-from ._catalog import Source, drop_temp, resolve_source, type_family
 from ._errors import InputDataError, SpecError
-from ._spec import TreeSpec, parse_hierarchy
-from ._sql import arrow, ident, render
+from .core.spec import TreeSpec, parse_hierarchy
+from .engines.duckdb.catalog import Source, drop_temp, resolve_source, type_family
+from .engines.duckdb.sql import arrow, ident, render
 
 __all__ = ["EVALUATION_COLUMNS", "compared_cells", "evaluate", "level_cell_columns"]
 

@@ -2,7 +2,7 @@
 
 Every mechanism receives the same :class:`MechanismContext` (the validated spec, the public
 domain as code ranges, a way to read the true counts of any level, the accounting and the random
-source) and returns a :class:`~inftda_sql._topdown.TopDownResult`: leaf codes per chain, counts,
+source) and returns a :class:`~inftda_sql.core.topdown.TopDownResult`: leaf codes per chain, counts,
 per-level statistics. The accounting module decides sensitivities and sigmas; a mechanism only
 says which levels it noises (:func:`noised_levels`) and what guarantee it gives
 (:data:`GUARANTEES`).
@@ -36,11 +36,11 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _baselines
-from ._accounting import Accounting, Budget
 from ._errors import SpecError
-from ._random import RandomSource
-from ._spec import TreeSpec
-from ._topdown import ChainTree, LevelStats, TopDownResult
+from .core.accounting import Accounting, Budget
+from .core.rng import RandomSource
+from .core.spec import TreeSpec
+from .core.topdown import ChainTree, LevelStats, TopDownResult
 
 __all__ = [
     "DEFAULT_MAX_CELLS",

@@ -33,14 +33,14 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from ._accounting import Accounting, Budget, account
-from ._catalog import resolve_source
 from ._errors import DomainError, SpecError
-from ._random import SeededSource
-from ._spec import parse_hierarchy
-from ._sql import ident, scalar
 from ._tables import html_table, text_table
-from ._topdown import ChainTree, topdown
+from .core.accounting import Accounting, Budget, account
+from .core.rng import SeededSource
+from .core.spec import parse_hierarchy
+from .core.topdown import ChainTree, topdown
+from .engines.duckdb.catalog import resolve_source
+from .engines.duckdb.sql import ident, scalar
 
 __all__ = ["Plan", "PlanLevel", "plan"]
 

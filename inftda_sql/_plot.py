@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from ._errors import SpecError
 from ._evaluate import EVALUATION_COLUMNS, compared_cells
-from ._spec import parse_hierarchy
-from ._sql import arrow
+from .core.spec import parse_hierarchy
+from .engines.duckdb.sql import arrow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

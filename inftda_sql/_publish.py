@@ -16,13 +16,13 @@ from pathlib import Path
 
 import duckdb
 
-from . import _compile
-from ._catalog import object_kind
 from ._compat import COMPATIBLE_STORAGE_VERSION
 from ._errors import InftdaError, OutputExistsError, SpecError
-from ._spec import parse_hierarchy
-from ._sql import ident, qualified, render, rows, run
-from ._write import LEDGER_TABLE
+from .core.spec import parse_hierarchy
+from .engines.duckdb import compile as _compile
+from .engines.duckdb.catalog import object_kind
+from .engines.duckdb.sql import ident, qualified, render, rows, run
+from .engines.duckdb.write import LEDGER_TABLE
 
 __all__ = ["publish"]
 

@@ -19,18 +19,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import _compile
-from ._accounting import Accounting, Budget, account, stability_histogram
 from ._budget import check_budget
-from ._catalog import (
-    Source,
-    check_domain_types,
-    drop_temp,
-    object_kind,
-    resolve_source,
-    type_family,
-)
-from ._domain import build_chain
 from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
 from ._mechanisms import (
     DEFAULT_MAX_CELLS,
@@ -42,12 +31,23 @@ from ._mechanisms import (
     noised_levels,
     run_mechanism,
 )
-from ._random import as_source
-from ._spec import TreeSpec, parse_hierarchy
-from ._sql import arrow, ident, rows, run, scalar
 from ._tables import html_table, text_table
-from ._topdown import ChainTree, LevelStats
-from ._write import begin_transaction, write_release
+from .core.accounting import Accounting, Budget, account, stability_histogram
+from .core.rng import as_source
+from .core.spec import TreeSpec, parse_hierarchy
+from .core.topdown import ChainTree, LevelStats
+from .engines.duckdb import compile as _compile
+from .engines.duckdb.catalog import (
+    Source,
+    check_domain_types,
+    drop_temp,
+    object_kind,
+    resolve_source,
+    type_family,
+)
+from .engines.duckdb.domain import build_chain
+from .engines.duckdb.sql import arrow, ident, rows, run, scalar
+from .engines.duckdb.write import begin_transaction, write_release
 
 __all__ = ["MECHANISMS", "Release", "release"]
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._errors import SpecError
-from ._sql import ident, run
+from .engines.duckdb.sql import ident, run
 
 __all__ = [
     "PAPER_DENSITIES",

@@ -6,8 +6,8 @@ import duckdb
 import pytest
 
 import inftda_sql
-from inftda_sql._accounting import epsilon_to_rho
 from inftda_sql._budget import budget_of, ledger, set_budget
+from inftda_sql.core.accounting import epsilon_to_rho
 from tests.system.helpers import make_geo, make_persons, snapshot
 
 GEO = ["region", "province", "mun"]

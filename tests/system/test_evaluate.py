@@ -17,7 +17,7 @@ import inftda_sql
 from inftda_sql._errors import InputDataError, SpecError
 from inftda_sql._evaluate import evaluate
 from inftda_sql._plot import plot_evaluation, plot_zoom
-from inftda_sql._spec import parse_hierarchy
+from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.synthetic import paper_dataset
 from tests.conftest import shared_path
 from tests.system.helpers import make_geo, make_od, make_persons

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import inftda_sql
-from inftda_sql._accounting import stability_histogram
+from inftda_sql.core.accounting import stability_histogram
 from tests.system.helpers import leaf_truth, make_geo, make_od, make_persons, released, snapshot
 
 INF = float("inf")

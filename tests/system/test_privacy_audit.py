@@ -17,10 +17,10 @@ import math
 import numpy as np
 import pytest
 
-from inftda_sql._accounting import Budget, account
-from inftda_sql._random import SeededSource
-from inftda_sql._spec import parse_hierarchy
-from inftda_sql._topdown import ChainTree, topdown
+from inftda_sql.core.accounting import Budget, account
+from inftda_sql.core.rng import SeededSource
+from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.core.topdown import ChainTree, topdown
 
 RHO, DELTA, N, RUNS = 0.2, 0.02, 10, 3000
 ALPHA = 1e-6  # per-side confidence: a false alarm is practically impossible

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import inftda_sql
-from inftda_sql import _compile
+from inftda_sql.engines.duckdb import compile as _compile
 from tests.system.helpers import make_geo, make_od, make_persons, snapshot
 
 GEO = ["region", "province", "mun"]

@@ -179,7 +179,7 @@ def test_thread_count_does_not_change_a_seeded_release(
     con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Chunks get their own spawned streams, so parallelism cannot change the output."""
-    from inftda_sql import _topdown
+    from inftda_sql.core import topdown as _topdown
 
     _sparse_world(con)
     monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 16)  # many chunks on a small level

@@ -1,4 +1,4 @@
-"""Tests of inftda_sql._accounting: budgets, conversions, sensitivities, per-level split."""
+"""Tests of inftda_sql.core.accounting: budgets, conversions, sensitivities, per-level split."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inftda_sql._accounting import (
+from inftda_sql._errors import BudgetError, SpecError
+from inftda_sql.core.accounting import (
     DEFAULT_REPORT_DELTA,
     EPSILON_WARN_THRESHOLD,
     Accounting,
@@ -32,7 +33,6 @@ from inftda_sql._accounting import (
     stability_histogram,
     zcdp_compose,
 )
-from inftda_sql._errors import BudgetError, SpecError
 
 INF = math.inf
 NAN = math.nan
@@ -673,7 +673,7 @@ def test_account_invariants(rho: float, n: int, privacy: str, m: int, distinct: 
 
 def test_bounded_with_several_records_per_unit_noises_the_root() -> None:
     """Replacing a unit holding 1 record by one holding m moves N by m - 1: N is not public."""
-    from inftda_sql._accounting import account
+    from inftda_sql.core.accounting import account
 
     acct = account(Budget.from_args(rho=1.0), ["a", "b"], contribution=3)
     assert acct.level_names == ("root", "a", "b")

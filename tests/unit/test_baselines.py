@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inftda_sql import _baselines
-from inftda_sql._accounting import Budget, account
 from inftda_sql._baselines import (
     check_full_domain,
     l2_optimizer,
@@ -23,13 +22,14 @@ from inftda_sql._baselines import (
     round_to_targets,
     simplex_projection,
 )
-from inftda_sql._compile import key_strides
 from inftda_sql._errors import BudgetError, SpecError
-from inftda_sql._intopt import intopt
 from inftda_sql._mechanisms import MechanismContext, run_mechanism
-from inftda_sql._random import as_source
-from inftda_sql._spec import TreeSpec, parse_hierarchy
-from inftda_sql._topdown import ChainTree, LevelStats
+from inftda_sql.core.accounting import Budget, account
+from inftda_sql.core.intopt import intopt
+from inftda_sql.core.rng import as_source
+from inftda_sql.core.spec import TreeSpec, parse_hierarchy
+from inftda_sql.core.topdown import ChainTree, LevelStats
+from inftda_sql.engines.duckdb.compile import key_strides
 
 I64 = npt.NDArray[np.int64]
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from inftda_sql import SpecError, _compile
-from inftda_sql._domain import build_chain
-from inftda_sql._spec import parse_hierarchy
-from inftda_sql._sql import template
+from inftda_sql import SpecError
+from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.engines.duckdb import compile as _compile
+from inftda_sql.engines.duckdb.domain import build_chain
+from inftda_sql.engines.duckdb.sql import template
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NAMES = _compile.TempNames("__inftda_t_")

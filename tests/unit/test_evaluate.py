@@ -10,7 +10,7 @@ import pytest
 
 from inftda_sql._errors import InputDataError, SpecError
 from inftda_sql._evaluate import EVALUATION_COLUMNS, evaluate, level_cell_columns
-from inftda_sql._spec import parse_hierarchy
+from inftda_sql.core.spec import parse_hierarchy
 
 GEO = ["region", "city"]
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inftda_sql import _intopt
 from inftda_sql._errors import SpecError
-from inftda_sql._intopt import intopt
+from inftda_sql.core import intopt as _intopt
+from inftda_sql.core.intopt import intopt
 from tests.conftest import shared_path
 
 Case = tuple[list[int], int]

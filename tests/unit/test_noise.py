@@ -1,4 +1,4 @@
-"""Tests of the exact discrete Gaussian sampler (inftda_sql._noise)."""
+"""Tests of the exact discrete Gaussian sampler (inftda_sql.core.noise)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numpy.typing as npt
 import pytest
 from scipy import stats
 
-from inftda_sql import _noise
 from inftda_sql._errors import SpecError
-from inftda_sql._noise import (
+from inftda_sql.core import noise as _noise
+from inftda_sql.core.noise import (
     DISTANCE_BOUND,
     LAPLACE_TABLE_MAX,
     SIGMA_TABLE_MAX,

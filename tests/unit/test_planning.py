@@ -4,8 +4,8 @@ import duckdb
 import pytest
 
 import inftda_sql
-from inftda_sql._accounting import Budget, account
 from inftda_sql._planning import plan
+from inftda_sql.core.accounting import Budget, account
 from tests.system.helpers import make_od
 
 

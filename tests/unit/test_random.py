@@ -1,4 +1,4 @@
-"""Tests of the random word sources (inftda_sql._random)."""
+"""Tests of the random word sources (inftda_sql.core.rng)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from inftda_sql._errors import SpecError
-from inftda_sql._random import CSPRNGSource, SeededSource, as_source
+from inftda_sql.core.rng import CSPRNGSource, SeededSource, as_source
 
 
 def test_sources() -> None:

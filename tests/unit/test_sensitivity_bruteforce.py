@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from inftda_sql._accounting import level_sensitivities
+from inftda_sql.core.accounting import level_sensitivities
 
 Leaf = tuple[str, ...]  # the path of a leaf below the root: (level-1 cell, ..., leaf cell)
 Unit = tuple[int, ...]  # the leaves (indices) of a unit's records, sorted
@@ -195,7 +195,7 @@ def test_distinct_bound_does_not_hold_above_the_leaves() -> None:
 def test_bounded_root_is_public_only_with_one_record_per_unit(case: Case) -> None:
     """Bounded DP: with m = 1, N never moves (released exactly); with m > 1 the accounting
     noises the root with sensitivity m - 1, the exact worst case (units hold 1..m records)."""
-    from inftda_sql._accounting import Budget, account
+    from inftda_sql.core.accounting import Budget, account
 
     observed_root = case.max_change("bounded")[0]
     names = [f"l{i}" for i in range(1, case.n_levels + 1)]

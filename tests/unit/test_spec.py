@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from inftda_sql import SpecError
-from inftda_sql._spec import parse_hierarchy
+from inftda_sql.core.spec import parse_hierarchy
 
 
 def test_one_chain_levels() -> None:

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import SpecError
+from .._errors import SpecError
 
 __all__ = ["CSPRNGSource", "RandomSource", "SeededSource", "as_source"]
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._compile import key_strides
-from ._errors import InternalError
-from ._intopt import intopt
-from ._noise import sample_discrete_gaussian
-from ._random import RandomSource
-from ._spec import TreeSpec
+from .._errors import InternalError
+from ..engines.duckdb.compile import key_strides
+from .intopt import intopt
+from .noise import sample_discrete_gaussian
+from .rng import RandomSource
+from .spec import TreeSpec
 
 __all__ = ["ChainTree", "LevelStats", "Optimizer", "TopDownResult", "topdown"]
 

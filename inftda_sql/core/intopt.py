@@ -61,7 +61,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import InternalError, SpecError
+from .._errors import InternalError, SpecError
 
 __all__ = ["intopt"]
 

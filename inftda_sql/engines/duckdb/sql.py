@@ -33,11 +33,11 @@ def qualified(name: str) -> str:
 
 
 def _sql_dir() -> Path:
-    packaged = resources.files("inftda_sql").joinpath("sql")
-    if packaged.is_dir():
-        return Path(str(packaged))
+    package = Path(str(resources.files("inftda_sql")))
+    if (package / "sql").is_dir():
+        return package / "sql"
     # Source checkout or editable install: the templates sit beside the package.
-    return Path(__file__).resolve().parent.parent / "sql"
+    return package.parent / "sql"
 
 
 @functools.cache

@@ -1,8 +1,8 @@
 """Compile a hierarchy spec into DuckDB SQL (the templates in ``sql/`` filled with identifiers).
 
 Every function returns SQL text only; :mod:`inftda_sql._release` executes it. Identifiers come
-from a :class:`~inftda_sql._spec.TreeSpec` whose columns were checked against the catalog, and
-are quoted by :func:`~inftda_sql._sql.ident`.
+from a :class:`~inftda_sql.core.spec.TreeSpec` whose columns were checked against the catalog, and
+are quoted by :func:`~inftda_sql.engines.duckdb.sql.ident`.
 
 The data flow it encodes: one ``GROUP BY`` scan of the input (:func:`leaf_counts`) aggregates the
 private data to its distinct paths; the paths are replaced by dense integer codes of the public
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._errors import SpecError
-from ._spec import TreeSpec
-from ._sql import ident, render
+from ..._errors import SpecError
+from ...core.spec import TreeSpec
+from .sql import ident, render
 
 __all__ = [
     "TempNames",

@@ -13,14 +13,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from . import _compile
-from ._accounting import Accounting
-from ._catalog import object_kind
-from ._errors import InftdaError, OutputExistsError
-from ._spec import TreeSpec
-from ._sql import ident, qualified, render, run, scalar
-from ._topdown import TopDownResult
-from ._version import __version__
+from ..._errors import InftdaError, OutputExistsError
+from ..._version import __version__
+from ...core.accounting import Accounting
+from ...core.spec import TreeSpec
+from ...core.topdown import TopDownResult
+from . import compile as _compile
+from .catalog import object_kind
+from .sql import ident, qualified, render, run, scalar
 
 __all__ = ["LEDGER_TABLE", "begin_transaction", "write_release"]
 

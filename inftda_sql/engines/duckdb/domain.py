@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _compile
-from ._errors import DomainError
-from ._sql import arrow, rows
-from ._topdown import ChainTree
+from ..._errors import DomainError
+from ...core.topdown import ChainTree
+from . import compile as _compile
+from .sql import arrow, rows
 
 __all__ = ["build_chain"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._errors import SpecError
+from .._errors import SpecError
 
 __all__ = ["OUTPUT_COUNT_COLUMN", "TREE_KINDS", "TreeSpec", "parse_hierarchy"]
 

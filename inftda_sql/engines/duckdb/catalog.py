@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from ._errors import DomainError, InputDataError, SpecError
-from ._sql import ident, qualified, rows
+from ..._errors import DomainError, InputDataError, SpecError
+from .sql import ident, qualified, rows
 
 __all__ = ["Source", "object_kind", "resolve_source", "type_family"]
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from ._errors import BudgetError, SpecError
+from .._errors import BudgetError, SpecError
 
 __all__ = [
     "CONVERSIONS",
@@ -1073,7 +1073,7 @@ def stability_histogram(
     neighbour relation are covered: swap ``h`` and ``h'``.)
 
     The analysis assumes exact Laplace noise; the sampler's table is within statistical
-    distance 2^-73 per draw (:mod:`inftda_sql._noise`), which adds at most
+    distance 2^-73 per draw (:mod:`inftda_sql.core.noise`), which adds at most
     ``n (1 + e^epsilon) 2^-73`` to delta for ``n`` noised cells: negligible. ``epsilon = inf``
     is the noise-free limit: ``b = 0`` and ``tau = c + 1``.
 

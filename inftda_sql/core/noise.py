@@ -6,7 +6,7 @@
 
 where ``sigma`` is the float64 it is given, read as the exact rational it denotes, and
 ``sigma^2`` is that rational's exact square. Randomness comes from a
-:class:`~inftda_sql._random.RandomSource`: the OS CSPRNG by default, a seeded generator only
+:class:`~inftda_sql.core.rng.RandomSource`: the OS CSPRNG by default, a seeded generator only
 in tests. No floating-point arithmetic touches a probability on the sampling path.
 
 Two exact methods
@@ -110,8 +110,8 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from ._errors import InternalError, SpecError
-from ._random import RandomSource, as_source
+from .._errors import InternalError, SpecError
+from .rng import RandomSource, as_source
 
 __all__ = [
     "DISTANCE_BOUND",
