@@ -65,8 +65,8 @@ from .core.accounting import Budget, stability_histogram
 from .core.noise import sample_discrete_gaussian, sample_discrete_laplace
 from .core.rng import RandomSource
 from .core.spec import TreeSpec
-from .core.topdown import ChainTree, LevelStats, TopDownResult, topdown
-from .engines.duckdb.compile import key_strides
+from .core.topdown import topdown
+from .core.tree import ChainTree, LevelStats, TopDownResult, key_strides
 
 if TYPE_CHECKING:
     from ._mechanisms import MechanismContext

@@ -41,7 +41,7 @@ from ._errors import InftdaError, SpecError
 from ._release import MECHANISMS, release
 from ._version import __version__
 from .core.spec import TREE_KINDS, parse_hierarchy
-from .core.topdown import LevelStats
+from .core.tree import LevelStats
 
 __all__ = ["main"]
 

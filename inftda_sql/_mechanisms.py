@@ -40,7 +40,7 @@ from ._errors import SpecError
 from .core.accounting import Accounting, Budget
 from .core.rng import RandomSource
 from .core.spec import TreeSpec
-from .core.topdown import ChainTree, LevelStats, TopDownResult
+from .core.tree import ChainTree, LevelStats, TopDownResult
 
 __all__ = [
     "DEFAULT_MAX_CELLS",

@@ -38,7 +38,8 @@ from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account
 from .core.rng import SeededSource
 from .core.spec import parse_hierarchy
-from .core.topdown import ChainTree, topdown
+from .core.topdown import topdown
+from .core.tree import ChainTree
 from .engines.duckdb.catalog import resolve_source
 from .engines.duckdb.sql import ident, scalar
 

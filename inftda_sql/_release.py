@@ -35,7 +35,7 @@ from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account, stability_histogram
 from .core.rng import as_source
 from .core.spec import TreeSpec, parse_hierarchy
-from .core.topdown import ChainTree, LevelStats
+from .core.tree import ChainTree, LevelStats
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import (
     Source,

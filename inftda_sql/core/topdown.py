@@ -1,14 +1,15 @@
 """The TopDown pass: noise and IntOpt level by level, vectorised over all parents of a level.
 
-Nodes are identified by one integer code per chain (codes of the public domain, see
-``sql/codes.sql``). Because the children of a node form a contiguous code range of the next
-depth, the children of every surviving parent are generated with ``np.repeat`` and ``cumsum``
-from the public domain alone; the true count of each child is found by a sorted lookup into the
-level's true counts (computed in SQL), zero where absent. Then, for all parents at once:
-``y = true + discrete Gaussian noise`` and ``x = IntOpt(y, parent value)``; children with ``x > 0``
-survive, zeros prune their branch. Everything after the noise uses only ``y`` and released
-values (post-processing). Big levels are processed in chunks aligned to parent boundaries to keep
-memory (and this machine's slow first touch of fresh pages) in check.
+Nodes are identified by one integer code per chain (the public domain's codes, see
+:func:`~inftda_sql.core.tree.code_paths`). Because the children of a node form a contiguous
+code range of the next depth, the children of every surviving parent are generated with
+``np.repeat`` and ``cumsum`` from the public domain alone; the true count of each child is found
+by a sorted lookup into the level's true counts (computed by the engine), zero where absent.
+Then, for all parents at once: ``y = true + discrete Gaussian noise`` and
+``x = IntOpt(y, parent value)``; children with ``x > 0`` survive, zeros prune their branch.
+Everything after the noise uses only ``y`` and released values (post-processing). Big levels are
+processed in chunks aligned to parent boundaries to keep memory (and this machine's slow first
+touch of fresh pages) in check.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .._errors import InternalError
-from ..engines.duckdb.compile import key_strides
 from .intopt import intopt
 from .noise import sample_discrete_gaussian
 from .rng import RandomSource
 from .spec import TreeSpec
+from .tree import ChainTree, LevelStats, TopDownResult, key_strides
 
-__all__ = ["ChainTree", "LevelStats", "Optimizer", "TopDownResult", "topdown"]
+__all__ = ["Optimizer", "topdown"]
 
 I64 = npt.NDArray[np.int64]
 # Children processed per chunk: ~1M keeps the working set of a chunk near 50 MB and
@@ -38,68 +38,6 @@ CHUNK_CHILDREN = 1 << 20
 
 Optimizer = Callable[[I64, I64, I64], I64]
 """``(y, targets, offsets) -> x``: the per-level post-processing (IntOpt for InfTDA)."""
-
-
-@dataclass(frozen=True)
-class ChainTree:
-    """The public domain of one chain as nested code ranges.
-
-    ``child_offsets[d]`` (``d >= 1``) has ``sizes[d-1] + 1`` entries: the children of node ``p``
-    of depth ``d - 1`` are the depth-``d`` codes ``child_offsets[d][p] .. child_offsets[d][p+1]-1``.
-    """
-
-    sizes: tuple[int, ...]
-    child_offsets: tuple[I64, ...]
-
-    @classmethod
-    def from_parents(cls, parents: Sequence[I64]) -> ChainTree:
-        """Build from ``parents[d-1][code]``, the parent of each depth-``d`` code."""
-        sizes = [1]
-        offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
-        for par in parents:
-            if par.size and np.any(np.diff(par) < 0):
-                raise InternalError("domain codes are not sorted by parent")
-            counts = np.bincount(par, minlength=sizes[-1]).astype(np.int64)
-            if counts.size != sizes[-1] or np.any(counts == 0):
-                raise InternalError("a domain node has no children")
-            off = np.zeros(sizes[-1] + 1, dtype=np.int64)
-            np.cumsum(counts, out=off[1:])
-            offsets.append(off)
-            sizes.append(int(par.size))
-        return cls(sizes=tuple(sizes), child_offsets=tuple(offsets))
-
-
-@dataclass(frozen=True)
-class LevelStats:
-    """What one level did: public facts derived from released values only."""
-
-    level: int
-    name: str
-    parents: int
-    noised_cells: int
-    surviving_cells: int
-    sigma: float
-    seconds: float
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "level": self.level,
-            "name": self.name,
-            "parents": self.parents,
-            "noised_cells": self.noised_cells,
-            "surviving_cells": self.surviving_cells,
-            "sigma": self.sigma,
-            "seconds": round(self.seconds, 4),
-        }
-
-
-@dataclass(frozen=True)
-class TopDownResult:
-    """Leaf cells of the release: one code array per chain and the released counts."""
-
-    codes: tuple[I64, ...]
-    counts: I64
-    levels: tuple[LevelStats, ...]
 
 
 def _true_counts(

@@ -21,7 +21,7 @@ import inftda_sql
 from inftda_sql import _cli
 from inftda_sql._cli import _Progress, cli_spelling, main
 from inftda_sql._compat import storage_version
-from inftda_sql.core.topdown import LevelStats
+from inftda_sql.core.tree import LevelStats
 from tests.system.helpers import make_geo, make_persons
 
 ROOT = Path(__file__).resolve().parents[2]

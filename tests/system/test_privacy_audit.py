@@ -20,7 +20,8 @@ import pytest
 from inftda_sql.core.accounting import Budget, account
 from inftda_sql.core.rng import SeededSource
 from inftda_sql.core.spec import parse_hierarchy
-from inftda_sql.core.topdown import ChainTree, topdown
+from inftda_sql.core.topdown import topdown
+from inftda_sql.core.tree import ChainTree
 
 RHO, DELTA, N, RUNS = 0.2, 0.02, 10, 3000
 ALPHA = 1e-6  # per-side confidence: a false alarm is practically impossible

@@ -28,8 +28,7 @@ from inftda_sql.core.accounting import Budget, account
 from inftda_sql.core.intopt import intopt
 from inftda_sql.core.rng import as_source
 from inftda_sql.core.spec import TreeSpec, parse_hierarchy
-from inftda_sql.core.topdown import ChainTree, LevelStats
-from inftda_sql.engines.duckdb.compile import key_strides
+from inftda_sql.core.tree import ChainTree, LevelStats, key_strides
 
 I64 = npt.NDArray[np.int64]
 

@@ -9,6 +9,7 @@ import pytest
 
 from inftda_sql import SpecError
 from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.core.tree import key_strides
 from inftda_sql.engines.duckdb import compile as _compile
 from inftda_sql.engines.duckdb.domain import build_chain
 from inftda_sql.engines.duckdb.sql import template
@@ -26,7 +27,7 @@ def _compiled_od() -> str:
         _compile.leaf_counts(NAMES, OD, '"od"', "n", True),
         _compile.leaf_codes(NAMES, OD),
         *(
-            _compile.level_counts(NAMES, OD, lv, _compile.key_strides(OD, lv, sizes))
+            _compile.level_counts(NAMES, OD, lv, key_strides(OD, lv, sizes))
             for lv in range(1, OD.n_levels + 1)
         ),
         _compile.write_output(NAMES, OD, '"out"'),
@@ -75,7 +76,7 @@ def test_golden_sql_executes(con: duckdb.DuckDBPyConnection) -> None:
 def test_key_strides_refuse_overflow() -> None:
     spec = parse_hierarchy([["a"], ["b"], ["c"]])
     with pytest.raises(SpecError, match="64-bit"):
-        _compile.key_strides(spec, 3, [(1, 2**21), (1, 2**21), (1, 2**21)])
+        key_strides(spec, 3, [(1, 2**21), (1, 2**21), (1, 2**21)])
 
 
 def test_templates_ship_as_package_data() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..._errors import SpecError
 from ...core.spec import TreeSpec
 from .sql import ident, render
 
@@ -25,7 +24,6 @@ __all__ = [
     "bad_path",
     "bound_units",
     "domain_paths",
-    "key_strides",
     "leaf_codes",
     "leaf_counts",
     "level_counts",
@@ -33,8 +31,6 @@ __all__ = [
     "nesting_check",
     "write_output",
 ]
-
-_INT64_KEY_LIMIT = 2**62
 
 
 @dataclass(frozen=True)
@@ -204,30 +200,6 @@ def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
         leaf_cols=_cols(spec.leaf_columns, "l"),
         joins="\n".join(joins),
     )
-
-
-def key_strides(spec: TreeSpec, level: int, sizes: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """Mixed-radix strides of a level's cell key: ``key = sum(code[c] * stride[c])``.
-
-    ``sizes[c][d]`` is the number of depth-``d`` nodes of chain ``c`` (``sizes[c][0] == 1``).
-    The chain the level refines is the least significant digit (stride 1), so the children of
-    one parent occupy one contiguous key range: the engine finds their true counts with two
-    binary searches per parent instead of one per child.
-    """
-    depths = spec.levels[level]
-    refined = spec.refined_chain(level) if level > 0 else len(depths) - 1
-    order = [c for c in range(len(depths)) if c != refined] + [refined]
-    strides = [0] * len(depths)
-    stride = 1
-    for c in reversed(order):
-        strides[c] = stride
-        stride *= sizes[c][depths[c]]
-    if stride > _INT64_KEY_LIMIT:
-        raise SpecError(
-            f"level {spec.level_name(level)!r} has {stride:,} possible cells, more than a 64-bit "
-            "key can index; split the release into several smaller hierarchies"
-        )
-    return tuple(strides)
 
 
 def level_counts(names: TempNames, spec: TreeSpec, level: int, strides: Sequence[int]) -> str:

@@ -17,7 +17,7 @@ from ..._errors import InftdaError, OutputExistsError
 from ..._version import __version__
 from ...core.accounting import Accounting
 from ...core.spec import TreeSpec
-from ...core.topdown import TopDownResult
+from ...core.tree import TopDownResult
 from . import compile as _compile
 from .catalog import object_kind
 from .sql import ident, qualified, render, run, scalar

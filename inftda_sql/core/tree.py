@@ -1,0 +1,190 @@
+"""The public domain as a tree of integer codes, and the keys of a level's cells.
+
+Everything here is engine-free: an engine fetches a chain's domain paths sorted by (parent path,
+value) and :func:`code_paths` turns them into dense codes per depth and a :class:`ChainTree`
+(the children of a node are one contiguous code range of the next depth). A cell of a level is
+one code per chain; :func:`key_strides` packs them into one mixed-radix int64 key in which the
+children of one parent are one contiguous key range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._errors import InternalError, SpecError
+from .spec import TreeSpec
+
+__all__ = [
+    "ChainTree",
+    "CodedPaths",
+    "LevelStats",
+    "TopDownResult",
+    "code_paths",
+    "key_strides",
+]
+
+I64 = npt.NDArray[np.int64]
+
+_INT64_KEY_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class ChainTree:
+    """The public domain of one chain as nested code ranges.
+
+    ``child_offsets[d]`` (``d >= 1``) has ``sizes[d-1] + 1`` entries: the children of node ``p``
+    of depth ``d - 1`` are the depth-``d`` codes ``child_offsets[d][p] .. child_offsets[d][p+1]-1``.
+    """
+
+    sizes: tuple[int, ...]
+    child_offsets: tuple[I64, ...]
+
+    @classmethod
+    def from_parents(cls, parents: Sequence[I64]) -> ChainTree:
+        """Build from ``parents[d-1][code]``, the parent of each depth-``d`` code."""
+        sizes = [1]
+        offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
+        for par in parents:
+            if par.size and np.any(np.diff(par) < 0):
+                raise InternalError("domain codes are not sorted by parent")
+            counts = np.bincount(par, minlength=sizes[-1]).astype(np.int64)
+            if counts.size != sizes[-1] or np.any(counts == 0):
+                raise InternalError("a domain node has no children")
+            off = np.zeros(sizes[-1] + 1, dtype=np.int64)
+            np.cumsum(counts, out=off[1:])
+            offsets.append(off)
+            sizes.append(int(par.size))
+        return cls(sizes=tuple(sizes), child_offsets=tuple(offsets))
+
+
+@dataclass(frozen=True)
+class LevelStats:
+    """What one level did: public facts derived from released values only."""
+
+    level: int
+    name: str
+    parents: int
+    noised_cells: int
+    surviving_cells: int
+    sigma: float
+    seconds: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "level": self.level,
+            "name": self.name,
+            "parents": self.parents,
+            "noised_cells": self.noised_cells,
+            "surviving_cells": self.surviving_cells,
+            "sigma": self.sigma,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass(frozen=True)
+class TopDownResult:
+    """Leaf cells of the release: one code array per chain and the released counts."""
+
+    codes: tuple[I64, ...]
+    counts: I64
+    levels: tuple[LevelStats, ...]
+
+
+def key_strides(spec: TreeSpec, level: int, sizes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Mixed-radix strides of a level's cell key: ``key = sum(code[c] * stride[c])``.
+
+    ``sizes[c][d]`` is the number of depth-``d`` nodes of chain ``c`` (``sizes[c][0] == 1``).
+    The chain the level refines is the least significant digit (stride 1), so the children of
+    one parent occupy one contiguous key range: the engine finds their true counts with two
+    binary searches per parent instead of one per child.
+    """
+    depths = spec.levels[level]
+    refined = spec.refined_chain(level) if level > 0 else len(depths) - 1
+    order = [c for c in range(len(depths)) if c != refined] + [refined]
+    strides = [0] * len(depths)
+    stride = 1
+    for c in reversed(order):
+        strides[c] = stride
+        stride *= sizes[c][depths[c]]
+    if stride > _INT64_KEY_LIMIT:
+        raise SpecError(
+            f"level {spec.level_name(level)!r} has {stride:,} possible cells, more than a 64-bit "
+            "key can index; split the release into several smaller hierarchies"
+        )
+    return tuple(strides)
+
+
+def _changes(table: pa.Table, depth: int) -> npt.NDArray[np.bool_]:
+    """Boolean per row: does the path of depth ``depth`` differ from the previous row's?"""
+    n = table.num_rows
+    change = np.zeros(n, dtype=bool)
+    change[:1] = True
+    for col in table.columns[:depth]:
+        values = col.combine_chunks()
+        neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+        change[1:] |= neq.to_numpy(zero_copy_only=False)
+    return change
+
+
+def _has_repeats(first_values: pa.ChunkedArray, n_nodes: int) -> bool:
+    """True if a value names two nodes of a depth (one value per node: its first row)."""
+    values = first_values.combine_chunks()
+    if pa.types.is_integer(values.type):
+        arr = np.sort(values.to_numpy())
+        return bool(np.any(arr[1:] == arr[:-1]))
+    return bool(pc.count_distinct(values).as_py() != n_nodes)
+
+
+@dataclass(frozen=True)
+class CodedPaths:
+    """A chain's distinct domain paths with their dense codes, and the tree they form.
+
+    ``paths`` holds the chain's columns, one row per distinct path in sorted order;
+    ``codes[d - 1]`` is the code of every row's depth-``d`` node. ``not_nested`` is the first
+    depth (>= 2) whose values name more than one node (the domain is not nested), else None.
+    """
+
+    paths: pa.Table
+    codes: tuple[I64, ...]
+    tree: ChainTree | None
+    not_nested: int | None
+
+
+def code_paths(paths: pa.Table) -> CodedPaths:
+    """Code a chain's domain paths, given sorted by (parent path, value) with repeats allowed.
+
+    Because rows are sorted, the dense code of a depth-``d`` node is the running count of rows
+    where one of the first ``d`` columns changes, the children of a node are one contiguous code
+    range, and each node's parent is read off its first row. The domain is nested (every value
+    has one parent) exactly when the number of distinct values of each column equals the number
+    of nodes of its depth.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> coded = code_paths(pa.table({"r": ["N", "N", "S"], "c": ["a", "b", "c"]}))
+        >>> [c.tolist() for c in coded.codes], coded.tree.sizes
+        ([[0, 0, 1], [0, 1, 2]], (1, 2, 3))
+    """
+    n_cols = paths.num_columns
+    distinct = _changes(paths, n_cols)
+    if not distinct.all():  # the domain lists some paths twice
+        paths = paths.filter(pa.array(distinct))
+    codes: list[I64] = []
+    parents: list[I64] = []
+    previous: I64 | None = None
+    for d in range(1, n_cols + 1):
+        change = _changes(paths, d)
+        code = np.cumsum(change, dtype=np.int64) - 1
+        n_nodes = int(code[-1]) + 1
+        if d > 1 and _has_repeats(paths.column(d - 1).filter(pa.array(change)), n_nodes):
+            return CodedPaths(paths, tuple(codes), None, d)
+        parents.append(np.zeros(n_nodes, dtype=np.int64) if previous is None else previous[change])
+        codes.append(code)
+        previous = code
+    return CodedPaths(paths, tuple(codes), ChainTree.from_parents(parents), None)
