@@ -258,7 +258,7 @@ def ordered_epsilons(epsilons: Sequence[float]) -> list[float]:
 @functools.cache
 def milp_cost() -> float:
     """Seconds one MILP solve of a small parent takes here (median of 30, 6 children)."""
-    from inftda_sql import _baselines
+    from inftda_sql.mechanisms import tda_linf_solver as _baselines
 
     rng = np.random.default_rng(0)
     times = []

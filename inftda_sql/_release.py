@@ -21,18 +21,8 @@ import numpy as np
 
 from ._budget import check_budget
 from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
-from ._mechanisms import (
-    DEFAULT_MAX_CELLS,
-    GUARANTEES,
-    MECHANISMS,
-    RELEASES_ROOT,
-    MechanismContext,
-    check_mechanism,
-    noised_levels,
-    run_mechanism,
-)
 from ._tables import html_table, text_table
-from .core.accounting import Accounting, Budget, account, stability_histogram
+from .core.accounting import Accounting, Budget
 from .core.rng import as_source
 from .core.spec import TreeSpec, parse_hierarchy
 from .core.tree import ChainTree, LevelStats
@@ -48,6 +38,8 @@ from .engines.duckdb.catalog import (
 from .engines.duckdb.domain import build_chain
 from .engines.duckdb.sql import arrow, ident, rows, run, scalar
 from .engines.duckdb.write import begin_transaction, write_release
+from .mechanisms import DEFAULT_MAX_CELLS, MECHANISMS, MechanismContext
+from .mechanisms import get as get_mechanism
 
 __all__ = ["MECHANISMS", "Release", "release"]
 
@@ -295,16 +287,11 @@ def release(
     if not isinstance(distinct, bool):
         raise SpecError(f"distinct must be True or False, got {distinct!r}")
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
-    check_mechanism(mechanism, budget)
+    mech = get_mechanism(mechanism)
+    mech.check(budget)
     max_cells = _check_int("max_cells", max_cells, 1)
-    acct = account(
-        budget,
-        noised_levels(mechanism, spec),
-        privacy=privacy,
-        contribution=contribution,
-        distinct=distinct,
-        split=split,
-        noise_root=None if RELEASES_ROOT[mechanism] else False,
+    acct = mech.account(
+        budget, spec, privacy=privacy, contribution=contribution, distinct=distinct, split=split
     )
     source = as_source(seed)
     if domain is None and not domain_from_data:
@@ -342,7 +329,7 @@ def release(
     budget_note = None
     if isinstance(table, str):
         budget_note = check_budget(
-            con, table, budget, GUARANTEES[mechanism], override=bool(budget_override)
+            con, table, budget, mech.guarantee, override=bool(budget_override)
         )
 
     sources: list[Source] = []
@@ -449,18 +436,10 @@ def release(
             progress=progress,
             max_cells=max_cells,
         )
-        result = run_mechanism(mechanism, ctx)
+        result = mech.run(ctx)
         timings["topdown"] = time.perf_counter() - t0
 
-        mechanism_params: dict[str, Any] = {}
-        if mechanism == "stability_histogram":
-            mechanism_params = stability_histogram(
-                budget.epsilon,
-                budget.delta,
-                privacy=privacy,
-                contribution=contribution,
-                distinct=distinct,
-            ).as_dict()
+        mechanism_params = mech.parameters(acct) if mech.parameters else {}
         non_private = []
         if budget.non_private:
             non_private.append("infinite budget (no noise)")
@@ -486,7 +465,7 @@ def release(
                 "tree": spec.tree,
                 "domain_source": "; ".join(domain_desc),
                 "mechanism": mechanism,
-                "guarantee": GUARANTEES[mechanism],
+                "guarantee": mech.guarantee,
                 "accounting": acct,
                 "seeded": source.seeded,
                 "non_private": non_private,
@@ -516,7 +495,7 @@ def release(
             seeded=source.seeded,
             non_private=tuple(non_private),
             diagnostics=diagnostics,
-            guarantee=GUARANTEES[mechanism],
+            guarantee=mech.guarantee,
             mechanism_params=mechanism_params,
         )
     finally:

@@ -193,7 +193,7 @@ def test_thread_count_does_not_change_a_seeded_release(
             kw["threads"] = _n
             return _real(*a, **kw)  # type: ignore[operator]
 
-        monkeypatch.setattr("inftda_sql._baselines.topdown", with_threads)
+        monkeypatch.setattr("inftda_sql.mechanisms.base.topdown", with_threads)
         inftda_sql.release(
             con,
             "wpeople",

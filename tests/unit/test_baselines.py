@@ -1,4 +1,4 @@
-"""Tests of the baseline mechanisms' algorithms (inftda_sql._baselines)."""
+"""Tests of the baseline mechanisms' algorithms (inftda_sql.mechanisms)."""
 
 from __future__ import annotations
 
@@ -14,21 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inftda_sql import _baselines
-from inftda_sql._baselines import (
-    check_full_domain,
-    l2_optimizer,
-    linf_milp_optimizer,
-    round_to_targets,
-    simplex_projection,
-)
 from inftda_sql._errors import BudgetError, SpecError
-from inftda_sql._mechanisms import MechanismContext, run_mechanism
 from inftda_sql.core.accounting import Budget, account
 from inftda_sql.core.intopt import intopt
 from inftda_sql.core.rng import as_source
 from inftda_sql.core.spec import TreeSpec, parse_hierarchy
 from inftda_sql.core.tree import ChainTree, LevelStats, key_strides
+from inftda_sql.mechanisms import MechanismContext, check_full_domain, run_mechanism
+from inftda_sql.mechanisms import hierarchical as _baselines
+from inftda_sql.mechanisms.tda_l2 import l2_optimizer, round_to_targets, simplex_projection
+from inftda_sql.mechanisms.tda_linf_solver import linf_milp_optimizer
 
 I64 = npt.NDArray[np.int64]
 
@@ -274,7 +269,7 @@ class World:
         return np.array(keys, dtype=np.int64), np.array([acc[k] for k in keys], dtype=np.int64)
 
     def ctx(self, budget: Budget, mechanism: str, **kwargs: Any) -> MechanismContext:
-        from inftda_sql._mechanisms import noised_levels
+        from inftda_sql.mechanisms import noised_levels
 
         acct = account(
             budget,

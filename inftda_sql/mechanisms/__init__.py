@@ -1,0 +1,87 @@
+"""Mechanisms a release can run: InfTDA and the baselines users compare it with.
+
+One module per mechanism, each defining one frozen :class:`~.base.Mechanism` named
+``MECHANISM``; :data:`REGISTRY` lists them, and nothing outside this package looks at a
+mechanism's name. Adding a mechanism means adding its module and its entry below.
+
+* ``inftda``: TopDown with IntOpt. Non-negative integers, consistent at every level, total N
+  kept in bounded DP. zCDP.
+* ``vanilla_gauss``: discrete Gaussian on every leaf cell of the full domain. Integers,
+  unbiased, NEGATIVE COUNTS POSSIBLE, empty cells released as noise (non-zero cells stored).
+  zCDP. Refuses domains above ``max_cells`` leaf cells.
+* ``stability_histogram``: discrete Laplace on the positive leaf counts, small noisy counts
+  dropped. Non-negative integers, no false positives, biased. ``(epsilon, delta)``-DP
+  ("approxDP"): needs ``epsilon`` and ``delta``, and its ledger row has no rho.
+* ``tda_l2``: TopDown with a Euclidean projection and rounding per parent. Non-negative
+  integers, consistent. zCDP.
+* ``tda_linf_solver``: TopDown with the integer Chebyshev problem solved by a MILP solver
+  (``inftda-sql[solver]``). Non-negative integers, consistent. zCDP.
+* ``hierarchical``: Hay et al. on the full domain tree. Real estimates ROUNDED to the nearest
+  integer for storage, NEGATIVE COUNTS POSSIBLE; consistent before rounding, NOT after (the
+  stored leaves do not sum exactly to the estimates of their ancestors, nor to N). zCDP.
+  Refuses trees above ``max_cells`` nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._errors import SpecError
+from ..core.spec import TreeSpec
+from ..core.tree import ChainTree, TopDownResult
+from . import hierarchical, inftda, stability_histogram, tda_l2, tda_linf_solver, vanilla_gauss
+from .base import DEFAULT_MAX_CELLS, Mechanism, MechanismContext
+
+__all__ = [
+    "DEFAULT_MAX_CELLS",
+    "MECHANISMS",
+    "REGISTRY",
+    "Mechanism",
+    "MechanismContext",
+    "check_full_domain",
+    "get",
+    "noised_levels",
+    "run_mechanism",
+]
+
+#: every mechanism, by name (the first is the default)
+REGISTRY: dict[str, Mechanism] = {
+    m.name: m
+    for m in (
+        inftda.MECHANISM,
+        vanilla_gauss.MECHANISM,
+        stability_histogram.MECHANISM,
+        tda_l2.MECHANISM,
+        tda_linf_solver.MECHANISM,
+        hierarchical.MECHANISM,
+    )
+}
+#: the names ``mechanism=`` accepts
+MECHANISMS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def get(name: object) -> Mechanism:
+    """The mechanism called ``name``, or a SpecError listing the names there are."""
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise SpecError(f"mechanism must be one of {', '.join(MECHANISMS)}; got {name!r}")
+    return REGISTRY[name]
+
+
+def noised_levels(mechanism: str, spec: TreeSpec) -> list[str]:
+    """Names of the levels below the root whose noise ``mechanism`` pays for."""
+    return get(mechanism).noised_levels(spec)
+
+
+def check_full_domain(
+    mechanism: str, spec: TreeSpec, chains: Sequence[ChainTree], max_cells: int
+) -> list[int]:
+    """Cells per level of the full domain; a SpecError if ``mechanism`` would exceed
+    ``max_cells`` (leaf cells for ``vanilla_gauss``, all nodes for ``hierarchical``)."""
+    return get(mechanism).full_domain_cells(spec, chains, max_cells)
+
+
+def run_mechanism(mechanism: str, ctx: MechanismContext) -> TopDownResult:
+    """Run ``mechanism`` on ``ctx``, after checking it can run with the context's budget."""
+    mech = get(mechanism)
+    mech.check(ctx.accounting.budget)
+    return mech.run(ctx)

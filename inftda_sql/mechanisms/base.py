@@ -1,0 +1,174 @@
+"""What a mechanism is and what it receives.
+
+A :class:`Mechanism` is one frozen object: its name, the guarantee it gives, which levels it
+noises, what it needs before any work (a kind of budget, an optional extra) and its ``run``.
+Every mechanism receives the same :class:`MechanismContext` (the validated spec, the public
+domain as code ranges, a way to read the true counts of any level, the accounting and the random
+source) and returns a :class:`~inftda_sql.core.tree.TopDownResult`. The accounting module
+decides sensitivities and sigmas; a mechanism only says which levels it pays noise for.
+Mechanisms are engine-free: they never see a database, only numpy arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .._errors import SpecError
+from ..core.accounting import Accounting, Budget, account
+from ..core.rng import RandomSource
+from ..core.spec import TreeSpec
+from ..core.topdown import Optimizer, topdown
+from ..core.tree import ChainTree, LevelStats, TopDownResult
+
+__all__ = [
+    "DEFAULT_MAX_CELLS",
+    "Guarantee",
+    "Mechanism",
+    "MechanismContext",
+    "level_cells",
+    "level_sizes",
+]
+
+I64 = npt.NDArray[np.int64]
+
+#: mechanisms that materialise every cell of the full domain refuse above this many cells
+DEFAULT_MAX_CELLS = 50_000_000
+
+Guarantee = Literal["zCDP", "approxDP"]
+"""``zCDP``: rho composes by adding; ``approxDP``: an (epsilon, delta)-DP guarantee only."""
+
+
+@dataclass(frozen=True)
+class MechanismContext:
+    """Everything a mechanism may use. Nothing in it but ``true_level``/``total`` is private."""
+
+    spec: TreeSpec
+    chains: Sequence[ChainTree]
+    true_level: Callable[[int, tuple[int, ...]], tuple[I64, I64]]
+    """``(level, strides) -> (sorted keys, counts)``: true non-zero counts of a level (>= 1)."""
+    total: int
+    accounting: Accounting
+    source: RandomSource
+    progress: Callable[[LevelStats], None] | None = None
+    max_cells: int = DEFAULT_MAX_CELLS
+    threads: int = 2
+
+    @property
+    def tree_sigmas(self) -> list[float]:
+        """Sigma of every level of the tree, root first (0 where a level is not noised)."""
+        acct = self.accounting
+        if acct.level_names and acct.level_names[0] == "root":
+            return list(acct.level_sigma)
+        return [0.0, *acct.level_sigma]
+
+    def topdown(self, optimizer: Optimizer | None = None) -> TopDownResult:
+        """The TopDown pass over this context with ``optimizer`` per level (IntOpt if None)."""
+        return topdown(
+            self.spec,
+            self.chains,
+            self.true_level,
+            self.tree_sigmas,
+            self.total,
+            source=self.source,
+            optimizer=optimizer,
+            progress=self.progress,
+            threads=self.threads,
+        )
+
+
+def level_sizes(spec: TreeSpec, chains: Sequence[ChainTree], level: int) -> tuple[int, ...]:
+    """Nodes of every chain at ``level``'s depth."""
+    return tuple(ch.sizes[d] for ch, d in zip(chains, spec.levels[level], strict=True))
+
+
+def level_cells(spec: TreeSpec, chains: Sequence[ChainTree], level: int) -> int:
+    """Cells of ``level`` in the full domain (a Python int: never overflows)."""
+    return math.prod(level_sizes(spec, chains, level))
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One mechanism a release can run.
+
+    Attributes:
+        name: the ``mechanism=`` value that selects it.
+        summary: one line: what it releases (shown in help texts).
+        run: the mechanism itself, ``MechanismContext -> TopDownResult``.
+        guarantee: ``"zCDP"`` or ``"approxDP"`` (recorded in the ledger; only zCDP composes
+            in rho against a stored budget).
+        noises: ``"tree"`` (every level below the root; the root count is released by the
+            mechanism itself) or ``"leaves"`` (the leaf level only; coarser levels are sums of
+            released leaves, so no budget is spent on a root).
+        full_domain: ``"leaves"`` or ``"tree"`` if the mechanism materialises every cell of the
+            full domain (its leaf level, or every level), which ``max_cells`` bounds.
+        requires: a check before any work (a kind of budget, an optional extra installed).
+        parameters: mechanism parameters derived from the accounting, recorded in the ledger.
+    """
+
+    name: str
+    summary: str
+    run: Callable[[MechanismContext], TopDownResult]
+    guarantee: Guarantee = "zCDP"
+    noises: Literal["tree", "leaves"] = "tree"
+    full_domain: Literal["leaves", "tree"] | None = None
+    requires: Callable[[Budget], None] | None = None
+    parameters: Callable[[Accounting], dict[str, Any]] | None = None
+
+    @property
+    def releases_root(self) -> bool:
+        """Whether the mechanism releases the root count by itself (and may pay for it)."""
+        return self.noises == "tree"
+
+    def check(self, budget: Budget) -> None:
+        """Refuse, before any work, a budget or installation this mechanism cannot run with."""
+        if self.requires is not None:
+            self.requires(budget)
+
+    def noised_levels(self, spec: TreeSpec) -> list[str]:
+        """Names of the levels below the root whose noise this mechanism pays for."""
+        levels = [spec.level_name(lv) for lv in range(1, spec.n_levels + 1)]
+        return levels if self.noises == "tree" else levels[-1:]
+
+    def account(
+        self,
+        budget: Budget,
+        spec: TreeSpec,
+        *,
+        privacy: str = "bounded",
+        contribution: int = 1,
+        distinct: bool = False,
+        split: Sequence[float] | None = None,
+    ) -> Accounting:
+        """The accounting of this mechanism on ``spec`` (see :func:`~.core.accounting.account`)."""
+        return account(
+            budget,
+            self.noised_levels(spec),
+            privacy=privacy,
+            contribution=contribution,
+            distinct=distinct,
+            split=split,
+            noise_root=None if self.releases_root else False,
+        )
+
+    def full_domain_cells(
+        self, spec: TreeSpec, chains: Sequence[ChainTree], max_cells: int
+    ) -> list[int]:
+        """Cells per level of the full domain; a SpecError if this mechanism would exceed
+        ``max_cells`` (leaf cells, or all nodes for a whole-tree mechanism)."""
+        cells = [level_cells(spec, chains, lv) for lv in range(spec.n_levels + 1)]
+        if self.full_domain == "tree":
+            n, what = sum(cells), "nodes (all levels of the full domain tree)"
+        else:
+            n, what = cells[-1], "leaf cells (the full domain)"
+        if self.full_domain is not None and n > max_cells:
+            raise SpecError(
+                f"mechanism {self.name!r} noises every cell of the full domain: {n:,} {what} "
+                f"exceed max_cells={max_cells:,}; raise max_cells= or use mechanism='inftda'"
+            )
+        return cells
