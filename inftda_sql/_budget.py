@@ -18,14 +18,18 @@ from typing import Any
 import duckdb
 
 from ._errors import BudgetExceededError, SpecError
+from ._ledger import (
+    BudgetRecord,
+    budget_record,
+    read_budgets,
+    read_releases,
+    spent,
+    upsert_budget,
+)
 from .core.accounting import Budget, rho_to_epsilon
 from .engines.duckdb.catalog import object_kind
-from .engines.duckdb.sql import ident, render, rows, run
-from .engines.duckdb.write import LEDGER_TABLE
 
-__all__ = ["BUDGET_TABLE", "Ledger", "budget_of", "check_budget", "ledger", "set_budget"]
-
-BUDGET_TABLE = "inftda_budgets"
+__all__ = ["Ledger", "budget_of", "check_budget", "ledger", "set_budget"]
 
 
 def set_budget(
@@ -56,49 +60,32 @@ def set_budget(
             f"{table!r} is not a table or view of this database; a budget belongs to an input table"
         )
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
-    run(con, render("budgets", budgets=ident(BUDGET_TABLE)))
-    run(
+    upsert_budget(
         con,
-        f"INSERT OR REPLACE INTO {ident(BUDGET_TABLE)} VALUES ($t, $rho, $eps, $delta, $conv, $at)",
-        {
-            "t": table,
-            "rho": budget.rho,
-            "eps": budget.epsilon,
-            "delta": budget.delta,
-            "conv": budget.conversion,
-            "at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        },
+        BudgetRecord(
+            input_table=table,
+            rho=budget.rho,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            conversion=budget.conversion,
+            set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        ),
     )
     return budget
 
 
 def budget_of(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
     """The stored budget of ``table``, or None."""
-    if object_kind(con, BUDGET_TABLE) is None:
+    found = budget_record(con, table)
+    if found is None:
         return None
-    found = rows(
-        con,
-        f"SELECT rho, epsilon, delta, conversion FROM {ident(BUDGET_TABLE)} "
-        "WHERE lower(input_table) = lower($t)",
-        {"t": table},
+    return Budget(
+        rho=found.rho,
+        epsilon=found.epsilon,
+        delta=found.delta,
+        conversion=found.conversion,
+        given="rho",
     )
-    if not found:
-        return None
-    rho, eps, delta, conv = found[0]
-    return Budget(rho=rho, epsilon=eps, delta=delta, conversion=conv, given="rho")
-
-
-def _spent(con: duckdb.DuckDBPyConnection, table: str) -> tuple[float, int, int]:
-    if object_kind(con, LEDGER_TABLE) is None:
-        return 0.0, 0, 0
-    rho, n, approx = rows(
-        con,
-        f"SELECT coalesce(sum(rho) FILTER (WHERE guarantee = 'zCDP'), 0), count(*), "
-        f"count(*) FILTER (WHERE guarantee <> 'zCDP') FROM {ident(LEDGER_TABLE)} "
-        "WHERE lower(input_table) = lower($t)",
-        {"t": table},
-    )[0]
-    return float(rho), int(n), int(approx)
 
 
 def check_budget(
@@ -117,8 +104,8 @@ def check_budget(
     budget = budget_of(con, table)
     if budget is None:
         return None
-    spent, n_releases, _ = _spent(con, table)
-    remaining = budget.rho - spent
+    spent_rho, n_releases, _ = spent(con, table)
+    remaining = budget.rho - spent_rho
     if guarantee != "zCDP":
         if override:
             return "budget override: (epsilon, delta)-DP release on a zCDP-budgeted input"
@@ -131,7 +118,7 @@ def check_budget(
         return None
     if override:
         return (
-            f"budget override: spent rho {spent + requested.rho:.6g} exceeds the budget "
+            f"budget override: spent rho {spent_rho + requested.rho:.6g} exceeds the budget "
             f"rho {budget.rho:.6g} of {table!r}"
         )
     eps_remaining = (
@@ -201,17 +188,10 @@ def ledger(con: duckdb.DuckDBPyConnection) -> Ledger:
         >>> print(ledger(duckdb.connect()))
         no releases recorded
     """
-    releases: list[dict[str, Any]] = []
-    if object_kind(con, LEDGER_TABLE) is not None:
-        cur = con.execute(f"SELECT * FROM {ident(LEDGER_TABLE)} ORDER BY release_id")
-        names = [d[0] for d in cur.description]
-        releases = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    budgets: dict[str, tuple[str, float, float, float]] = {}
-    if object_kind(con, BUDGET_TABLE) is not None:
-        for t, rho, eps, delta in rows(
-            con, f"SELECT input_table, rho, epsilon, delta FROM {ident(BUDGET_TABLE)}"
-        ):
-            budgets[t.lower()] = (t, rho, eps, delta)
+    releases = [r.values() for r in read_releases(con)]
+    budgets: dict[str, tuple[str, float, float, float]] = {
+        b.input_table.lower(): (b.input_table, b.rho, b.epsilon, b.delta) for b in read_budgets(con)
+    }
     per_input: dict[str, dict[str, Any]] = {}
     for r in releases:
         key = r["input_table"].lower()

@@ -38,6 +38,7 @@ import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from ._errors import InftdaError, SpecError
+from ._ledger import read_releases
 from ._release import MECHANISMS, release
 from ._version import __version__
 from .core.spec import TREE_KINDS, parse_hierarchy
@@ -553,23 +554,11 @@ def _release(args: argparse.Namespace) -> int:
 
 def _from_ledger(con: duckdb.DuckDBPyConnection, released: str) -> tuple[Any, str | None] | None:
     """Hierarchy and tree of the latest release written to ``released``, from the ledger."""
-    exists = _scalar(
-        con,
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'inftda_releases' "
-        "AND table_catalog = current_database()",
-    )
-    if not exists:
-        return None
-    found = con.execute(
-        "SELECT hierarchy, tree FROM inftda_releases WHERE lower(output_table) = lower($o) "
-        "ORDER BY release_id DESC LIMIT 1",
-        {"o": released},
-    ).fetchall()
+    found = read_releases(con, output=released, latest=True)
     if not found:
         return None
-    spec = json.loads(found[0][0])
-    chains = spec["chains"]
-    return (chains[0] if len(chains) == 1 else chains), found[0][1]
+    chains = json.loads(found[0].hierarchy)["chains"]
+    return (chains[0] if len(chains) == 1 else chains), found[0].tree
 
 
 def _evaluate(args: argparse.Namespace) -> int:

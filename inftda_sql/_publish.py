@@ -18,22 +18,15 @@ import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION
 from ._errors import InftdaError, OutputExistsError, SpecError
+from ._ledger import insert_release, read_releases
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import object_kind
-from .engines.duckdb.sql import ident, qualified, render, rows, run
-from .engines.duckdb.write import LEDGER_TABLE
+from .engines.duckdb.sql import ident, qualified, rows, run
 
 __all__ = ["publish"]
 
 _ALIAS = "__inftda_publish"
-# ledger columns that describe the release itself (everything but ``details``)
-_PUBLIC_LEDGER = (
-    "release_id", "created_at", "input_table", "output_table", "hierarchy", "tree",
-    "domain_source", "mechanism", "guarantee", "privacy", "rho", "epsilon", "delta",
-    "conversion", "budget_given", "contribution", "distinct_records", "level_names",
-    "level_sensitivity", "level_rho", "level_sigma", "seeded", "non_private", "library_version",
-)  # fmt: skip
 
 
 def publish(
@@ -68,32 +61,22 @@ def publish(
         raise SpecError(
             f"{output!r} is not a table of this database; pass the output= of a release"
         )
-    if object_kind(con, LEDGER_TABLE) is None:
-        raise SpecError(
-            f"{output!r} has no ledger row: publish() copies tables written by release()"
-        )
-    cols = ", ".join(ident(c) for c in _PUBLIC_LEDGER)
-    cur = con.execute(
-        f"SELECT {cols}, details FROM {ident(LEDGER_TABLE)} "
-        "WHERE lower(output_table) = lower($o) ORDER BY release_id DESC LIMIT 1",
-        {"o": output},
-    )
-    found = cur.fetchall()
+    found = read_releases(con, output=output, latest=True)
     if not found:
         raise SpecError(
             f"{output!r} has no ledger row: publish() copies tables written by release()"
         )
-    row = dict(zip([*_PUBLIC_LEDGER, "details"], found[0], strict=True))
-    if row["non_private"] and not allow_non_private:
+    record = found[0]
+    if record.non_private and not allow_non_private:
         raise InftdaError(
-            f"release #{row['release_id']} ({output!r}) is not private: "
-            f"{'; '.join(row['non_private'])}; publishing it would disclose the data. Make a "
+            f"release #{record.release_id} ({output!r}) is not private: "
+            f"{'; '.join(record.non_private)}; publishing it would disclose the data. Make a "
             "private release, or pass allow_non_private=True (--allow-non-private) for test data"
         )
     for t in public_tables:
         if object_kind(con, t) is None:
             raise SpecError(f"public table {t!r} is not a table or view of this database")
-        if t.lower() == str(row["input_table"]).lower():
+        if t.lower() == record.input_table.lower():
             raise InftdaError(f"{t!r} is the private input of this release; it cannot be published")
     target = Path(os.fspath(path))
     if target.exists():
@@ -101,9 +84,9 @@ def publish(
             raise OutputExistsError(f"{str(target)!r} exists; pass overwrite=True or another path")
         target.unlink()
         Path(str(target) + ".wal").unlink(missing_ok=True)
-    details = json.loads(row.pop("details") or "{}")
-    public_details = {k: v for k, v in details.items() if not k.startswith("diagnostics")}
-    spec = parse_hierarchy(*_hierarchy_args(row["hierarchy"]))
+    public = record.public()
+    view = json.loads(public.details).get("levels_view")
+    spec = parse_hierarchy(*_hierarchy_args(record.hierarchy))
     version = "" if storage_version == "latest" else f" (STORAGE_VERSION '{storage_version}')"
     original = rows(con, "SELECT current_database()")[0][0]
     run(con, f"ATTACH '{_quote_path(target)}' AS {_ALIAS}{version}")
@@ -113,13 +96,9 @@ def publish(
             run(con, f"CREATE TABLE {_ALIAS}.main.{ident(t.split('.')[-1])} AS FROM {qualified(t)}")
         run(con, f"USE {_ALIAS}")
         try:
-            view = details.get("levels_view")
             if view:
                 run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
-            run(con, render("ledger", ledger=ident(LEDGER_TABLE)))
-            params = {**row, "details": json.dumps(public_details)}
-            placeholders = ", ".join(f"${c}" for c in (*_PUBLIC_LEDGER, "details"))
-            run(con, f"INSERT INTO {ident(LEDGER_TABLE)} VALUES ({placeholders})", params)
+            insert_release(con, public)
         finally:
             run(con, f"USE {ident(original)}")
     except BaseException:

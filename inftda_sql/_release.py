@@ -8,6 +8,7 @@ measure and optimise (:mod:`._topdown` with :mod:`._noise` and :mod:`._intopt`) 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import html
 import json
 import time
@@ -21,7 +22,9 @@ import numpy as np
 
 from ._budget import check_budget
 from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
+from ._ledger import ReleaseRecord
 from ._tables import html_table, text_table
+from ._version import __version__
 from .core.accounting import Accounting, Budget
 from .core.rng import as_source
 from .core.spec import TreeSpec, parse_hierarchy
@@ -450,6 +453,40 @@ def release(
         if budget_note:
             non_private.append(budget_note)
         t0 = time.perf_counter()
+        record = ReleaseRecord(
+            release_id=0,  # assigned by the write stage, inside its transaction
+            created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            input_table=input_desc,
+            output_table=output,
+            hierarchy=json.dumps(spec.as_dict()),
+            tree=spec.tree,
+            domain_source="; ".join(domain_desc),
+            mechanism=mechanism,
+            guarantee=mech.guarantee,
+            privacy=acct.privacy,
+            rho=budget.rho if mech.guarantee == "zCDP" else None,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            conversion=budget.conversion,
+            budget_given=budget.given,
+            contribution=acct.contribution,
+            distinct_records=acct.distinct,
+            level_names=list(acct.level_names),
+            level_sensitivity=list(acct.level_sensitivity),
+            level_rho=list(acct.level_rho),
+            level_sigma=list(acct.level_sigma),
+            seeded=source.seeded,
+            non_private=non_private,
+            library_version=__version__,
+            details=json.dumps(
+                {
+                    "levels": [lv.as_dict() for lv in result.levels],
+                    "levels_view": view_name,
+                    "mechanism_params": mechanism_params,
+                    "diagnostics (not private, for the data owner only)": diagnostics,
+                }
+            ),
+        )
         release_id = write_release(
             con,
             names,
@@ -458,26 +495,7 @@ def release(
             output=output,
             view=view_name,
             overwrite=overwrite,
-            ledger={
-                "input_table": input_desc,
-                "output_table": output,
-                "hierarchy": json.dumps(spec.as_dict()),
-                "tree": spec.tree,
-                "domain_source": "; ".join(domain_desc),
-                "mechanism": mechanism,
-                "guarantee": mech.guarantee,
-                "accounting": acct,
-                "seeded": source.seeded,
-                "non_private": non_private,
-                "details": json.dumps(
-                    {
-                        "levels": [lv.as_dict() for lv in result.levels],
-                        "levels_view": view_name,
-                        "mechanism_params": mechanism_params,
-                        "diagnostics (not private, for the data owner only)": diagnostics,
-                    }
-                ),
-            },
+            record=record,
         )
         timings["write"] = time.perf_counter() - t0
         timings["other"] = max(0.0, time.perf_counter() - t_start - sum(timings.values()))

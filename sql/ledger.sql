@@ -1,28 +1,32 @@
--- One row per release made on this database: what was published and what it cost.
-CREATE TABLE IF NOT EXISTS $ledger (
-    release_id        INTEGER PRIMARY KEY,
-    created_at        TIMESTAMP NOT NULL,
-    input_table       VARCHAR NOT NULL,
-    output_table      VARCHAR NOT NULL,
-    hierarchy         VARCHAR NOT NULL,
-    tree              VARCHAR NOT NULL,
-    domain_source     VARCHAR NOT NULL,
-    mechanism         VARCHAR NOT NULL,
-    guarantee         VARCHAR NOT NULL,  -- zCDP (rho composes by adding) or approxDP
-    privacy           VARCHAR NOT NULL,
-    rho               DOUBLE,            -- NULL for an (epsilon, delta)-DP mechanism
-    epsilon           DOUBLE NOT NULL,
-    delta             DOUBLE NOT NULL,
-    conversion        VARCHAR NOT NULL,
-    budget_given      VARCHAR NOT NULL,
-    contribution      INTEGER NOT NULL,
-    distinct_records  BOOLEAN NOT NULL,
-    level_names       VARCHAR[] NOT NULL,
-    level_sensitivity DOUBLE[] NOT NULL,
-    level_rho         DOUBLE[] NOT NULL,
-    level_sigma       DOUBLE[] NOT NULL,
-    seeded            BOOLEAN NOT NULL,
-    non_private       VARCHAR[] NOT NULL,
-    library_version   VARCHAR NOT NULL,
-    details           VARCHAR NOT NULL
+-- The two bookkeeping tables of a database: the ledger of releases and the stored budgets.
+-- Their columns are spelled once, as the fields of ReleaseRecord and BudgetRecord in
+-- inftda_sql/_ledger.py; these statements take them as $columns, $names and $params.
+
+-- name: create
+CREATE TABLE IF NOT EXISTS $table (
+$columns
 )
+
+-- name: add_column
+ALTER TABLE $table ADD COLUMN IF NOT EXISTS $column
+
+-- name: insert
+INSERT INTO $table ($names) VALUES ($params)
+
+-- name: upsert
+INSERT OR REPLACE INTO $table ($names) VALUES ($params)
+
+-- name: next_release_id
+SELECT coalesce(max(release_id), 0) + 1 FROM $table
+
+-- name: select
+SELECT $names FROM $table WHERE $where ORDER BY $order
+
+-- name: spent
+-- rho spent on an input (zCDP releases add up), releases made, and (epsilon, delta)-DP releases
+-- that do not add up in rho
+SELECT coalesce(sum(rho) FILTER (WHERE guarantee = 'zCDP'), 0),
+       count(*),
+       count(*) FILTER (WHERE guarantee <> 'zCDP')
+FROM $table
+WHERE lower(input_table) = lower($$input)

@@ -40,15 +40,36 @@ def _sql_dir() -> Path:
     return package.parent / "sql"
 
 
+_NAME_MARK = "-- name: "
+
+
+@functools.cache
+def _named(file: str) -> dict[str, str]:
+    """The statements of ``sql/<file>.sql`` that a ``-- name: <name>`` line opens."""
+    named: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in (_sql_dir() / f"{file}.sql").read_text(encoding="utf-8").splitlines():
+        if line.startswith(_NAME_MARK):
+            current = named.setdefault(line[len(_NAME_MARK) :].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines).strip() + "\n" for name, lines in named.items()}
+
+
 @functools.cache
 def template(name: str) -> str:
-    """Return the text of ``sql/<name>.sql``."""
+    """Return the text of ``sql/<name>.sql``, or of the statement ``<stmt>`` in
+    ``sql/<file>.sql`` for a ``name`` of the form ``<file>.<stmt>``."""
+    file, _, statement = name.partition(".")
+    if statement:
+        return _named(file)[statement]
     return (_sql_dir() / f"{name}.sql").read_text(encoding="utf-8")
 
 
 def render(name: str, **parts: str) -> str:
     """Fill a template's ``$placeholders`` with already-quoted SQL fragments.
 
+    ``name`` is a file of ``sql/`` or ``<file>.<statement>`` for one of its named statements.
     Only identifiers quoted by :func:`ident` and SQL built by this package go in here; user
     values are bound as parameters by the caller.
     """

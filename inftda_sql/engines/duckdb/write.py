@@ -1,30 +1,27 @@
 """Write stage: the released table, its levels view and the ledger row, in one transaction.
 
-Either all of them appear or none does: the output is built under a staging name, the old
-output (with ``overwrite=True``) is dropped, the staged table renamed, the view created and the
-ledger row inserted, then COMMIT; any failure rolls everything back.
+Either all of them appear or none does. Inside one DuckDB transaction (DDL is transactional):
+the old output and view are dropped (with ``overwrite=True``), the output is created from the
+released codes, the levels view created and the ledger row inserted, then COMMIT; any failure
+rolls everything back, so no reader ever sees a half-written release.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import Any
+import dataclasses
 
 import duckdb
 import pyarrow as pa
 
 from ..._errors import InftdaError, OutputExistsError
-from ..._version import __version__
-from ...core.accounting import Accounting
+from ..._ledger import LEDGER_TABLE, ReleaseRecord, ensure_tables, insert_release, next_release_id
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
 from .catalog import object_kind
-from .sql import ident, qualified, render, run, scalar
+from .sql import qualified, run
 
-__all__ = ["LEDGER_TABLE", "begin_transaction", "write_release"]
-
-LEDGER_TABLE = "inftda_releases"
+__all__ = ["begin_transaction", "write_release"]
 
 
 def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -53,9 +50,12 @@ def write_release(
     output: str,
     view: str | None,
     overwrite: bool,
-    ledger: dict[str, Any],
+    record: ReleaseRecord,
 ) -> int:
-    """Write the release atomically and return its ledger id."""
+    """Write the release and its ledger row atomically; return the release's id.
+
+    ``record`` is the ledger row; its ``release_id`` is assigned here, inside the transaction.
+    """
     released = pa.table(
         {**{f"__leaf{c}": codes for c, codes in enumerate(result.codes)}, "count": result.counts}
     )
@@ -72,46 +72,9 @@ def write_release(
         run(con, _compile.write_output(names, spec, qualified(output)))
         if view:
             run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
-        run(con, render("ledger", ledger=ident(LEDGER_TABLE)))
-        release_id = int(
-            scalar(con, f"SELECT coalesce(max(release_id), 0) + 1 FROM {ident(LEDGER_TABLE)}")
-        )
-        acct: Accounting = ledger["accounting"]
-        b = acct.budget
-        run(
-            con,
-            f"INSERT INTO {ident(LEDGER_TABLE)} VALUES ($id, $created, $input, $output, $hier, "
-            "$tree, $domain, $mech, $guarantee, $privacy, $rho, $eps, $delta, $conv, $given, "
-            "$m, $distinct, "
-            "$lnames, $lsens, $lrho, $lsigma, $seeded, $np, $version, $details)",
-            {
-                "id": release_id,
-                "created": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                "input": ledger["input_table"],
-                "output": output,
-                "hier": ledger["hierarchy"],
-                "tree": ledger["tree"],
-                "domain": ledger["domain_source"],
-                "mech": ledger["mechanism"],
-                "guarantee": ledger["guarantee"],
-                "privacy": acct.privacy,
-                "rho": b.rho if ledger["guarantee"] == "zCDP" else None,
-                "eps": b.epsilon,
-                "delta": b.delta,
-                "conv": b.conversion,
-                "given": b.given,
-                "m": acct.contribution,
-                "distinct": acct.distinct,
-                "lnames": list(acct.level_names),
-                "lsens": list(acct.level_sensitivity),
-                "lrho": list(acct.level_rho),
-                "lsigma": list(acct.level_sigma),
-                "seeded": ledger["seeded"],
-                "np": list(ledger["non_private"]),
-                "version": __version__,
-                "details": ledger["details"],
-            },
-        )
+        ensure_tables(con, LEDGER_TABLE)
+        release_id = next_release_id(con)
+        insert_release(con, dataclasses.replace(record, release_id=release_id))
         run(con, "COMMIT")
     except BaseException:
         run(con, "ROLLBACK")
