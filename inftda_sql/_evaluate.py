@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ._errors import InputDataError, SpecError
 from .core.spec import TreeSpec, parse_hierarchy
-from .engines.duckdb.catalog import Source, drop_temp, resolve_source, type_family
+from .engines.duckdb.catalog import Source, count_column, drop_temp, resolve_source, type_family
 from .engines.duckdb.sql import arrow, ident, render
 
 __all__ = ["EVALUATION_COLUMNS", "compared_cells", "evaluate", "level_cell_columns"]
@@ -48,20 +48,6 @@ def level_cell_columns(spec: TreeSpec, level: int) -> tuple[str, ...]:
         for chain, depth in zip(spec.chains, spec.levels[level], strict=True)
         for col in chain[:depth]
     )
-
-
-def _count_column(src: Source, name: object, role: str) -> tuple[str, bool]:
-    """The stored name of a count column and whether it holds integers."""
-    if not isinstance(name, str) or not name:
-        raise SpecError(f"{role} must be a column name, got {name!r}")
-    stored = src.column(name, role)
-    fam = type_family(src.columns[name.lower()])
-    if fam not in ("integer", "fractional"):
-        raise InputDataError(
-            f"{role} {stored!r} of {src.description} has type {src.columns[name.lower()]}, not a "
-            "number; pass the column holding the number of records per row"
-        )
-    return stored, fam == "integer"
 
 
 def _level_cells(spec: TreeSpec, level: int) -> str:
@@ -188,11 +174,11 @@ def compared_cells(
         if count is None:
             truth_sum, t_int = "count(*)", True
         else:
-            t_count, t_int = _count_column(t_src, count, "count column")
+            t_count, t_int = count_column(t_src, count, "count column")
             if count.lower() in {c.lower() for c in spec.columns}:
                 raise SpecError(f"count column {count!r} is also a hierarchy column")
             truth_sum = f"sum({ident(t_count)})"
-        r_count, r_int = _count_column(r_src, released_count, "released count column")
+        r_count, r_int = count_column(r_src, released_count, "released count column")
         if released_count.lower() in {c.lower() for c in spec.columns}:
             raise SpecError(f"released_count column {released_count!r} is a hierarchy column")
         value_type = "BIGINT" if t_int and r_int else "DOUBLE"

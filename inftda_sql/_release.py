@@ -1,8 +1,10 @@
 """``release()``: read a DuckDB table, write a private, consistent table of counts back.
 
-Stages (one module each): spec (:mod:`._spec`) -> compile (:mod:`._compile`, ``sql/``) ->
-measure and optimise (:mod:`._topdown` with :mod:`._noise` and :mod:`._intopt`) -> write
-(:mod:`._write`). Accounting lives in :mod:`._accounting` only.
+A release is a short pipeline of named stages: check the request (:mod:`._request`; the
+accounting is planned there, by :mod:`.core.accounting` only), resolve the inputs and code the
+public domain, scan the private input, run the mechanism (:mod:`.mechanisms`, engine-free numpy),
+write the output and its ledger row atomically. The stages that touch the data are the engine's
+(:mod:`.engines`; DuckDB here).
 """
 
 from __future__ import annotations
@@ -12,41 +14,24 @@ import datetime as dt
 import html
 import json
 import time
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-import numpy as np
 
-from ._budget import check_budget
-from ._errors import DomainError, InputDataError, InternalError, OutputExistsError, SpecError
 from ._ledger import ReleaseRecord
+from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
-from .core.accounting import Accounting, Budget
-from .core.rng import as_source
-from .core.spec import TreeSpec, parse_hierarchy
-from .core.tree import ChainTree, LevelStats
-from .engines.duckdb import compile as _compile
-from .engines.duckdb.catalog import (
-    Source,
-    check_domain_types,
-    drop_temp,
-    object_kind,
-    resolve_source,
-    type_family,
-)
-from .engines.duckdb.domain import build_chain
-from .engines.duckdb.sql import arrow, ident, rows, run, scalar
-from .engines.duckdb.write import begin_transaction, write_release
+from .core.accounting import Accounting
+from .core.spec import TreeSpec
+from .core.tree import LevelStats, TopDownResult
+from .engines.base import Scan
+from .engines.duckdb.engine import DuckDBEngine
 from .mechanisms import DEFAULT_MAX_CELLS, MECHANISMS, MechanismContext
-from .mechanisms import get as get_mechanism
 
 __all__ = ["MECHANISMS", "Release", "release"]
-
-PRIVACY_MODELS = ("bounded", "unbounded")
 
 
 @dataclass(frozen=True)
@@ -161,35 +146,6 @@ class Release:
         return html_table(self._HEADER, self._level_rows(), before=f"{warn}<p>{summary}</p>")
 
 
-def _normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
-    n = len(spec.chains)
-    if n == 1:
-        if isinstance(domain, (list, tuple)) and len(domain) == 1:
-            return list(domain)
-        return [domain]
-    if not isinstance(domain, (list, tuple)) or len(domain) != n:
-        raise DomainError(
-            f"the hierarchy has {n} chains, so domain must be a list of {n} domains (one per "
-            f"chain, columns named as the chain), got {domain!r}"
-        )
-    return list(domain)
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _join_type(duck_type: str) -> str:
-    """The type domain values are cast to: the input's, but ENUMs compare as VARCHAR."""
-    return "VARCHAR" if duck_type.upper().startswith("ENUM") else duck_type
-
-
-def _example(values: Sequence[object], cols: Sequence[str]) -> str:
-    return ", ".join(f"{c}={v!r}" for c, v in zip(cols, values, strict=False))
-
-
 def release(
     con: duckdb.DuckDBPyConnection,
     table: str | duckdb.DuckDBPyRelation,
@@ -282,370 +238,138 @@ def release(
         [('N', 'a', 2), ('S', 'c', 2)]
     """
     t_start = time.perf_counter()
-    timings: dict[str, float] = {}
-    spec = parse_hierarchy(hierarchy, tree)
-    if privacy not in PRIVACY_MODELS:
-        raise SpecError(f"privacy must be 'bounded' or 'unbounded', got {privacy!r}")
-    contribution = _check_int("contribution", contribution, 1)
-    if not isinstance(distinct, bool):
-        raise SpecError(f"distinct must be True or False, got {distinct!r}")
-    budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
-    mech = get_mechanism(mechanism)
-    mech.check(budget)
-    max_cells = _check_int("max_cells", max_cells, 1)
-    acct = mech.account(
-        budget, spec, privacy=privacy, contribution=contribution, distinct=distinct, split=split
+    request = ReleaseRequest.from_args(
+        table,
+        hierarchy=hierarchy,
+        domain=domain,
+        tree=tree,
+        rho=rho,
+        epsilon=epsilon,
+        delta=delta,
+        conversion=conversion,
+        privacy=privacy,
+        privacy_unit=privacy_unit,
+        contribution=contribution,
+        distinct=distinct,
+        split=split,
+        count=count,
+        output=output,
+        overwrite=overwrite,
+        mechanism=mechanism,
+        seed=seed,
+        domain_from_data=domain_from_data,
+        budget_override=budget_override,
+        levels_view=levels_view,
+        max_cells=max_cells,
     )
-    source = as_source(seed)
-    if domain is None and not domain_from_data:
-        raise DomainError(
-            "no domain given: the categories of every hierarchy column must come from a PUBLIC "
-            "list (a geography table, declared categories), otherwise which cells exist leaks "
-            "the private data. Pass domain='geo' (a table with the hierarchy columns) or "
-            "domain={'sex': ['F', 'M']}; or opt in to domain_from_data=True, which takes them "
-            "from the data and records the release as NOT private"
-        )
-    if domain is not None and domain_from_data:
-        raise DomainError("pass domain= or domain_from_data=True, not both")
-
-    names = _compile.TempNames(f"__inftda_{uuid.uuid4().hex[:12]}_")
-    input_desc = table if isinstance(table, str) else "<relation>"
-    if output is None:
-        if not isinstance(table, str):
-            raise SpecError("output= is required when the input is a relation")
-        output = f"{table}_private"
-    if not isinstance(output, str) or not output or len(output.split(".")) > 2:
-        raise SpecError(f"output must be a table name, got {output!r}")
-    view_name = f"{output}_levels" if levels_view else None
-    if isinstance(table, str) and output.lower() == table.lower():
-        raise SpecError(f"output {output!r} is the input table; choose another name")
-    for name in (output, view_name):
-        if name and object_kind(con, name) is not None and not overwrite:
-            raise OutputExistsError(
-                f"{name!r} already exists; pass overwrite=True to replace it or choose another "
-                "output= name"
+    stages = _Stages()
+    with DuckDBEngine(con, request) as engine:
+        budget_note = engine.prepare()
+        with stages("domain"):
+            engine.resolve()
+            chains = engine.code_domains()
+        with stages("scan"):
+            scan = engine.scan()
+        with stages("topdown"):
+            result = request.mechanism.run(
+                MechanismContext(
+                    spec=request.spec,
+                    chains=chains,
+                    true_level=engine.level_counts,
+                    total=scan.total,
+                    accounting=request.accounting,
+                    source=request.source,
+                    progress=progress,
+                    max_cells=request.max_cells,
+                )
             )
+        non_private = request.non_private_reasons(budget_note)
+        with stages("write"):
+            record = _record(request, engine.domain_description, result, scan, non_private)
+            release_id = engine.write(result, record)
+    return Release(
+        output=request.output,
+        levels_view=request.levels_view,
+        release_id=release_id,
+        input=request.input_description,
+        spec=request.spec,
+        mechanism=request.mechanism.name,
+        accounting=request.accounting,
+        levels=result.levels,
+        total=int(result.counts.sum()),
+        timings=stages.done(time.perf_counter() - t_start),
+        seeded=request.source.seeded,
+        non_private=tuple(non_private),
+        diagnostics=dict(scan.diagnostics),
+        guarantee=request.mechanism.guarantee,
+        mechanism_params=record_parameters(request),
+    )
 
-    # fail fast (before any work) if the caller left a transaction open
-    begin_transaction(con)
-    run(con, "ROLLBACK")
-    budget_note = None
-    if isinstance(table, str):
-        budget_note = check_budget(
-            con, table, budget, mech.guarantee, override=bool(budget_override)
-        )
 
-    sources: list[Source] = []
-    temp_tables = [names.leaf, names.keys]
-    try:
+class _Stages:
+    """Seconds per stage of a release (for the data owner's summary, never published)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
         t0 = time.perf_counter()
-        inp = resolve_source(con, table, role="input table", temp_name=names.input)
-        sources.append(inp)
-        for col in spec.columns:
-            inp.column(col, "hierarchy column")
-        count_is_integer = True
-        if count is not None:
-            if not isinstance(count, str):
-                raise SpecError(f"count must be a column name, got {count!r}")
-            stored = inp.column(count, "count column")
-            fam = type_family(inp.columns[count.lower()])
-            if fam not in ("integer", "fractional"):
-                raise InputDataError(
-                    f"count column {stored!r} has type {inp.columns[count.lower()]}, not a "
-                    "number; pass the column holding the number of records per row, or CAST it "
-                    f"in a view: SELECT * REPLACE (CAST({stored} AS BIGINT) AS {stored}) FROM ..."
-                )
-            count_is_integer = fam == "integer"
-            if count.lower() in {c.lower() for c in spec.columns}:
-                raise SpecError(f"count column {count!r} is also a hierarchy column")
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
-        domain_desc: list[str] = []
-        chain_trees: list[ChainTree] = []
-        domains = _normalise_domains(domain, spec) if domain is not None else None
-        for c, chain in enumerate(spec.chains):
-            role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
-            if domains is None:
-                dom_sql = f"(SELECT DISTINCT {', '.join(ident(x) for x in chain)} FROM {inp.sql})"
-                domain_desc.append("FROM DATA (not private)")
-            else:
-                dom = resolve_source(
-                    con, domains[c], role=role, temp_name=names.domain(c), error=DomainError
-                )
-                sources.append(dom)
-                for col in chain:
-                    dom.column(col, f"hierarchy column of the {role}", DomainError)
-                check_domain_types(inp, dom, chain, role)
-                dom_sql = dom.sql
-                domain_desc.append(dom.description)
-            types = [_join_type(inp.columns[col.lower()]) for col in chain]
-            chain_trees.append(build_chain(con, names, c, chain, dom_sql, types, role))
-        timings["domain"] = time.perf_counter() - t0
+    def done(self, elapsed: float) -> dict[str, float]:
+        return {**self.seconds, "other": max(0.0, elapsed - sum(self.seconds.values()))}
 
-        t0 = time.perf_counter()
-        scan_sql, scan_params = inp.sql, None
-        if privacy_unit is not None:
-            unit = _check_unit(con, inp, privacy_unit, spec, count)
-            salt = source.words(4).tobytes().hex()  # 256-bit secret for the random choice
-            scan_sql = _compile.bound_units(spec, inp.sql, unit, distinct=distinct, m=contribution)
-            scan_params = {"salt": salt}
-        enums = frozenset(
-            c for c in spec.columns if _join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
-        )
-        leaf_sql = _compile.leaf_counts(
-            names,
-            spec,
-            scan_sql,
-            count and inp.column(count, "count"),
-            count_is_integer,
-            enums,
-            bounded=privacy_unit is not None,
-        )
-        run(con, leaf_sql, scan_params)
-        timings["scan"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        _validate_input(con, names, spec, count, inp)
-        run(con, _compile.leaf_codes(names, spec))
-        _check_paths(con, names, spec, inp)
-        total = int(scalar(con, f"SELECT coalesce(sum(n), 0) FROM {ident(names.keys)}"))
-        diagnostics: dict[str, Any] = {}
-        if privacy_unit is not None:
-            rows_in = int(scalar(con, f"SELECT count(*) FROM {inp.sql}"))
-            diagnostics = {
-                "privacy_unit": privacy_unit,
-                "contribution_bound": contribution,
-                "distinct": distinct,
-                "rows_in": rows_in,
-                "rows_kept": total,
-                "rows_dropped": rows_in - total,
+
+def record_parameters(request: ReleaseRequest) -> dict[str, Any]:
+    """The mechanism's own parameters (e.g. a threshold), derived from the accounting."""
+    mech = request.mechanism
+    return mech.parameters(request.accounting) if mech.parameters else {}
+
+
+def _record(
+    request: ReleaseRequest,
+    domain_source: str,
+    result: TopDownResult,
+    scan: Scan,
+    non_private: list[str],
+) -> ReleaseRecord:
+    """The ledger row of a release (its id is assigned when it is written)."""
+    acct, budget, mech = request.accounting, request.budget, request.mechanism
+    return ReleaseRecord(
+        release_id=0,
+        created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        input_table=request.input_description,
+        output_table=request.output,
+        hierarchy=json.dumps(request.spec.as_dict()),
+        tree=request.spec.tree,
+        domain_source=domain_source,
+        mechanism=mech.name,
+        guarantee=mech.guarantee,
+        privacy=acct.privacy,
+        rho=budget.rho if mech.guarantee == "zCDP" else None,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        conversion=budget.conversion,
+        budget_given=budget.given,
+        contribution=acct.contribution,
+        distinct_records=acct.distinct,
+        level_names=list(acct.level_names),
+        level_sensitivity=list(acct.level_sensitivity),
+        level_rho=list(acct.level_rho),
+        level_sigma=list(acct.level_sigma),
+        seeded=request.source.seeded,
+        non_private=non_private,
+        library_version=__version__,
+        details=json.dumps(
+            {
+                "levels": [lv.as_dict() for lv in result.levels],
+                "levels_view": request.levels_view,
+                "mechanism_params": record_parameters(request),
+                "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
             }
-        timings["validate"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-
-        def true_level(level: int, strides: tuple[int, ...]) -> tuple[Any, Any]:
-            tab = arrow(con, _compile.level_counts(names, spec, level, strides))
-            return (
-                tab.column("key").to_numpy().astype(np.int64, copy=False),
-                tab.column("n").to_numpy().astype(np.int64, copy=False),
-            )
-
-        ctx = MechanismContext(
-            spec=spec,
-            chains=chain_trees,
-            true_level=true_level,
-            total=total,
-            accounting=acct,
-            source=source,
-            progress=progress,
-            max_cells=max_cells,
-        )
-        result = mech.run(ctx)
-        timings["topdown"] = time.perf_counter() - t0
-
-        mechanism_params = mech.parameters(acct) if mech.parameters else {}
-        non_private = []
-        if budget.non_private:
-            non_private.append("infinite budget (no noise)")
-        if domain_from_data:
-            non_private.append("domain taken from the data")
-        if source.seeded:
-            non_private.append("seeded noise (tests and benchmarks only)")
-        if budget_note:
-            non_private.append(budget_note)
-        t0 = time.perf_counter()
-        record = ReleaseRecord(
-            release_id=0,  # assigned by the write stage, inside its transaction
-            created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-            input_table=input_desc,
-            output_table=output,
-            hierarchy=json.dumps(spec.as_dict()),
-            tree=spec.tree,
-            domain_source="; ".join(domain_desc),
-            mechanism=mechanism,
-            guarantee=mech.guarantee,
-            privacy=acct.privacy,
-            rho=budget.rho if mech.guarantee == "zCDP" else None,
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            conversion=budget.conversion,
-            budget_given=budget.given,
-            contribution=acct.contribution,
-            distinct_records=acct.distinct,
-            level_names=list(acct.level_names),
-            level_sensitivity=list(acct.level_sensitivity),
-            level_rho=list(acct.level_rho),
-            level_sigma=list(acct.level_sigma),
-            seeded=source.seeded,
-            non_private=non_private,
-            library_version=__version__,
-            details=json.dumps(
-                {
-                    "levels": [lv.as_dict() for lv in result.levels],
-                    "levels_view": view_name,
-                    "mechanism_params": mechanism_params,
-                    "diagnostics (not private, for the data owner only)": diagnostics,
-                }
-            ),
-        )
-        release_id = write_release(
-            con,
-            names,
-            spec,
-            result,
-            output=output,
-            view=view_name,
-            overwrite=overwrite,
-            record=record,
-        )
-        timings["write"] = time.perf_counter() - t0
-        timings["other"] = max(0.0, time.perf_counter() - t_start - sum(timings.values()))
-        return Release(
-            output=output,
-            levels_view=view_name,
-            release_id=release_id,
-            input=input_desc,
-            spec=spec,
-            mechanism=mechanism,
-            accounting=acct,
-            levels=result.levels,
-            total=int(result.counts.sum()),
-            timings=timings,
-            seeded=source.seeded,
-            non_private=tuple(non_private),
-            diagnostics=diagnostics,
-            guarantee=mech.guarantee,
-            mechanism_params=mechanism_params,
-        )
-    finally:
-        for src in sources:
-            drop_temp(con, src)
-        for t in temp_tables:
-            with contextlib.suppress(duckdb.Error):
-                run(con, f"DROP TABLE IF EXISTS {ident(t)}")
-        for registered in [names.released, *(names.codes(c) for c in range(len(spec.chains)))]:
-            with contextlib.suppress(duckdb.Error):
-                con.unregister(registered)
-
-
-def _validate_input(
-    con: duckdb.DuckDBPyConnection,
-    names: _compile.TempNames,
-    spec: TreeSpec,
-    count: str | None,
-    inp: Source,
-) -> None:
-    """Checks before any noise: NULL leaves, bad counts, leaf values outside the domain."""
-    leaf = ident(names.leaf)
-    cols = spec.leaf_columns
-    null_exprs = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in cols)
-    stats = rows(
-        con,
-        f"SELECT {null_exprs}, coalesce(sum(__nulls), 0), min(__min), "
-        f"coalesce(bool_or(__frac), false) FROM {leaf}",
-    )[0]
-    for col, n_null in zip(cols, stats[: len(cols)], strict=True):
-        if n_null:
-            _null_error(col, inp)
-    n_nulls, minimum, frac = stats[len(cols) :]
-    if count is not None:
-        if n_nulls:
-            raise InputDataError(
-                f"count column {count!r} has {n_nulls} NULL value(s); use 0 or drop those rows"
-            )
-        if minimum is not None and minimum < 0:
-            ex = rows(
-                con,
-                f"SELECT {', '.join(ident(c) for c in cols)}, __min FROM {leaf} "
-                "WHERE __min < 0 LIMIT 1",
-            )[0]
-            raise InputDataError(
-                f"count column {count!r} has negative values, e.g. {ex[-1]} at "
-                f"({_example(ex, cols)}); counts must be non-negative integers: fix or drop those "
-                f"rows in a view first (e.g. WHERE {count} >= 0)"
-            )
-        if frac:
-            raise InputDataError(
-                f"count column {count!r} has non-integer values; counts must "
-                "be whole numbers (CAST or ROUND them in a view)"
-            )
-
-
-def _check_unit(
-    con: duckdb.DuckDBPyConnection, inp: Source, unit: object, spec: TreeSpec, count: str | None
-) -> str:
-    """The privacy-unit column: present, not a hierarchy or count column, never NULL."""
-    if not isinstance(unit, str) or not unit:
-        raise SpecError(f"privacy_unit must be a column name, got {unit!r}")
-    stored = inp.column(unit, "privacy unit")
-    if unit.lower() in {c.lower() for c in spec.columns}:
-        raise SpecError(
-            f"privacy_unit {unit!r} is also a hierarchy column; name the column that "
-            "identifies a person or household"
-        )
-    if count is not None:
-        raise SpecError(
-            "privacy_unit= bounds the records of each unit and needs one row per record, but "
-            f"count={count!r} says rows are pre-aggregated; expand them first "
-            f"(SELECT t.* EXCLUDE ({count}) FROM t, range(t.{count})) or drop privacy_unit="
-        )
-    nulls = scalar(con, f"SELECT count(*) FROM {inp.sql} WHERE {ident(stored)} IS NULL")
-    if nulls:
-        raise InputDataError(
-            f"privacy unit column {stored!r} has {nulls} NULL value(s); every "
-            "record must belong to a unit (drop or label them in a view)"
-        )
-    return stored
-
-
-def _null_error(col: str, inp: Source) -> None:
-    raise InputDataError(
-        f"hierarchy column {col!r} of {inp.description} has NULL values; every record needs a "
-        "value in every hierarchy column (filter or fill them in a view first)"
+        ),
     )
-
-
-def _check_paths(
-    con: duckdb.DuckDBPyConnection, names: _compile.TempNames, spec: TreeSpec, inp: Source
-) -> None:
-    """Leaf values must be in the domain, and every input row's ancestors must be those the
-    domain gives its leaf (the offending row is looked up only on error)."""
-    keys = ident(names.keys)
-    for c, chain in enumerate(spec.chains):
-        code = ident(f"__c{c}_d{len(chain)}")
-        missing = rows(
-            con,
-            f"SELECT {ident(chain[-1])}, count(*) OVER () FROM {keys} "
-            f"WHERE {code} IS NULL ORDER BY 1 LIMIT 1",
-        )
-        if missing:
-            value, n_values = missing[0]
-            raise DomainError(
-                f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
-                f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
-            )
-    if not _compile.ancestors(spec):
-        return
-    if not scalar(con, f"SELECT count(*) FILTER (NOT path_ok) FROM {keys}"):
-        return
-    leaf_codes = ", ".join(ident(f"__c{c}_d{len(ch)}") for c, ch in enumerate(spec.chains))
-    bad_codes = rows(con, f"SELECT {leaf_codes} FROM {keys} WHERE NOT path_ok LIMIT 1")[0]
-    for c, chain in enumerate(spec.chains):
-        if len(chain) == 1:
-            continue
-        leaf_value = scalar(
-            con,
-            f"SELECT {ident(chain[-1])} FROM {ident(names.codes(c))} "
-            f"WHERE {_compile.depth_code(len(chain))} = $code",
-            {"code": bad_codes[c]},
-        )
-        ex = rows(con, _compile.bad_path(names, c, chain, inp.sql), {"leaf": leaf_value})
-        if ex:
-            for col, value in zip(chain, ex[0], strict=True):
-                if value is None:
-                    _null_error(col, inp)
-            raise DomainError(
-                f"input path ({_example(ex[0], chain)}) is not in the domain: the domain puts "
-                f"{chain[-1]}={leaf_value!r} under other ancestors; fix the input's "
-                f"{', '.join(chain[:-1])} or the domain"
-            )
-    raise InternalError("an input path failed the domain check but no offending row was found")

@@ -16,7 +16,16 @@ import pyarrow as pa
 from ..._errors import DomainError, InputDataError, SpecError
 from .sql import ident, qualified, rows
 
-__all__ = ["Source", "object_kind", "resolve_source", "type_family"]
+__all__ = [
+    "Source",
+    "check_domain_types",
+    "count_column",
+    "drop_temp",
+    "join_type",
+    "object_kind",
+    "resolve_source",
+    "type_family",
+]
 
 _INTEGER_TYPES = {
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
@@ -57,6 +66,27 @@ def type_family(duck_type: str) -> str:
     if t in ("VARCHAR", "TEXT", "STRING") or t.startswith("ENUM") or t.startswith("VARCHAR"):
         return "string"
     return t
+
+
+def join_type(duck_type: str) -> str:
+    """The type domain values are cast to: the input's, but ENUMs compare as VARCHAR."""
+    return "VARCHAR" if duck_type.upper().startswith("ENUM") else duck_type
+
+
+def count_column(src: Source, name: object, role: str = "count column") -> tuple[str, bool]:
+    """The stored name of a count column of ``src`` and whether it holds integers."""
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{role} must be a column name, got {name!r}")
+    stored = src.column(name, role)
+    duck_type = src.columns[name.lower()]
+    family = type_family(duck_type)
+    if family not in ("integer", "fractional"):
+        raise InputDataError(
+            f"{role} {stored!r} has type {duck_type}, not a number (in {src.description}); pass "
+            "the column holding the number of records per row, or CAST it in a view: "
+            f"SELECT * REPLACE (CAST({stored} AS BIGINT) AS {stored}) FROM ..."
+        )
+    return stored, family == "integer"
 
 
 def object_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:

@@ -22,13 +22,25 @@ __all__ = [
     "TempNames",
     "ancestors",
     "bad_path",
+    "bad_path_codes",
+    "bad_path_count",
     "bound_units",
+    "code_column",
+    "depth_code",
+    "distinct_paths",
     "domain_paths",
     "leaf_codes",
     "leaf_counts",
+    "leaf_of_code",
+    "leaf_stats",
     "level_counts",
     "levels_view",
+    "missing_leaf",
+    "negative_example",
     "nesting_check",
+    "row_count",
+    "total",
+    "unit_nulls",
     "write_output",
 ]
 
@@ -70,6 +82,11 @@ def _cols(cols: Sequence[str], alias: str = "") -> str:
 def depth_code(depth: int) -> str:
     """Name of the code column of depth ``depth`` in a chain's code table."""
     return f"__d{depth}"
+
+
+def code_column(chain: int, depth: int) -> str:
+    """Name of the column holding chain ``chain``'s depth-``depth`` code in the keys table."""
+    return f"__c{chain}_d{depth}"
 
 
 def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) -> str:
@@ -187,7 +204,7 @@ def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
     for c, chain in enumerate(spec.chains):
         a = f"c{c}"
         for d in range(1, len(chain) + 1):
-            code_cols.append(f"{a}.{depth_code(d)} AS {ident(f'__c{c}_d{d}')}")
+            code_cols.append(f"{a}.{depth_code(d)} AS {ident(code_column(c, d))}")
         leaf = ident(chain[-1])
         joins.append(f"LEFT JOIN {ident(names.codes(c))} AS {a} ON {a}.{leaf} = l.{leaf}")
         alias.update({col: f"{a}." for col in chain})
@@ -205,7 +222,7 @@ def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
 def level_counts(names: TempNames, spec: TreeSpec, level: int, strides: Sequence[int]) -> str:
     """True counts of one level, keyed by the mixed-radix code of the cell, sorted by key."""
     terms = [
-        f"{ident(f'__c{c}_d{d}')} * {stride}"
+        f"{ident(code_column(c, d))} * {stride}"
         for c, (d, stride) in enumerate(zip(spec.levels[level], strides, strict=True))
         if d > 0
     ]
@@ -252,3 +269,69 @@ def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
         output=output_sql,
         sets=", ".join(sets),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# checks of the private input (sql/checks.sql), before any noise
+
+
+def leaf_stats(names: TempNames, leaf_cols: Sequence[str]) -> str:
+    """NULL rows per leaf column, then the count column's NULLs, minimum and fractions."""
+    nulls = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in leaf_cols)
+    return render("checks.leaf_stats", null_counts=nulls, leaf=ident(names.leaf))
+
+
+def negative_example(names: TempNames, leaf_cols: Sequence[str]) -> str:
+    """A leaf cell holding a negative count."""
+    return render("checks.negative_example", cols=_cols(leaf_cols), leaf=ident(names.leaf))
+
+
+def unit_nulls(input_sql: str, unit: str) -> str:
+    """Rows whose privacy unit is NULL."""
+    return render("checks.unit_nulls", input=input_sql, unit=ident(unit))
+
+
+def missing_leaf(names: TempNames, chain_index: int, chain: Sequence[str]) -> str:
+    """A leaf value of the input that the domain does not list, and how many there are."""
+    return render(
+        "checks.missing_leaf",
+        leaf_col=ident(chain[-1]),
+        keys=ident(names.keys),
+        code=ident(code_column(chain_index, len(chain))),
+    )
+
+
+def bad_path_count(names: TempNames) -> str:
+    """Leaf cells whose input rows carry ancestors other than the domain's."""
+    return render("checks.bad_path_count", keys=ident(names.keys))
+
+
+def bad_path_codes(names: TempNames, spec: TreeSpec) -> str:
+    """The leaf codes (one per chain) of one leaf cell with a bad path."""
+    codes = ", ".join(ident(code_column(c, len(ch))) for c, ch in enumerate(spec.chains))
+    return render("checks.bad_path_codes", codes=codes, keys=ident(names.keys))
+
+
+def leaf_of_code(names: TempNames, chain_index: int, chain: Sequence[str]) -> str:
+    """The leaf value of chain ``chain_index`` whose code is the bound ``$code``."""
+    return render(
+        "checks.leaf_of_code",
+        leaf_col=ident(chain[-1]),
+        codes=ident(names.codes(chain_index)),
+        code=depth_code(len(chain)),
+    )
+
+
+def total(names: TempNames) -> str:
+    """The number of records kept by the scan, N."""
+    return render("checks.total", keys=ident(names.keys))
+
+
+def row_count(input_sql: str) -> str:
+    """Rows of the input."""
+    return render("checks.row_count", input=input_sql)
+
+
+def distinct_paths(chain: Sequence[str], input_sql: str) -> str:
+    """The distinct paths of a chain in the input (the domain from the data: NOT private)."""
+    return render("checks.distinct_paths", cols=_cols(chain), input=input_sql)

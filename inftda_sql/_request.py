@@ -1,0 +1,181 @@
+"""The release request: every argument of ``release()`` checked before any data is read.
+
+:meth:`ReleaseRequest.from_args` validates the arguments that need no database (the hierarchy,
+the budget, the privacy model, the mechanism's requirements, the output's name, the public
+domain's shape) and normalises them; the engine then resolves the names in its catalog
+(:mod:`inftda_sql.engines`). A request holds no data and no connection.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._errors import DomainError, SpecError
+from .core.accounting import PRIVACY_MODELS, Accounting, Budget
+from .core.rng import RandomSource, as_source
+from .core.spec import TreeSpec, parse_hierarchy
+from .mechanisms import Mechanism
+from .mechanisms import get as get_mechanism
+
+__all__ = ["ReleaseRequest", "check_distinct", "check_int", "normalise_domains"]
+
+NO_DOMAIN = (
+    "no domain given: the categories of every hierarchy column must come from a PUBLIC "
+    "list (a geography table, declared categories), otherwise which cells exist leaks "
+    "the private data. Pass domain='geo' (a table with the hierarchy columns) or "
+    "domain={'sex': ['F', 'M']}; or opt in to domain_from_data=True, which takes them "
+    "from the data and records the release as NOT private"
+)
+
+
+def check_int(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``, or a SpecError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_distinct(value: object) -> bool:
+    """``distinct=`` must be a bool."""
+    if not isinstance(value, bool):
+        raise SpecError(f"distinct must be True or False, got {value!r}")
+    return value
+
+
+def normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
+    """One domain per chain: a single domain for one chain, a list of them for several."""
+    n = len(spec.chains)
+    if n == 1:
+        if isinstance(domain, (list, tuple)) and len(domain) == 1:
+            return list(domain)
+        return [domain]
+    if not isinstance(domain, (list, tuple)) or len(domain) != n:
+        raise DomainError(
+            f"the hierarchy has {n} chains, so domain must be a list of {n} domains (one per "
+            f"chain, columns named as the chain), got {domain!r}"
+        )
+    return list(domain)
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """A checked ``release()`` call: what to read, how to measure it, where to write it.
+
+    ``domains`` has one entry per chain (a name, relation or mapping), or is None when the
+    categories are taken from the data (``domain_from_data``, not private).
+    """
+
+    table: object
+    spec: TreeSpec
+    domains: list[object] | None
+    budget: Budget
+    mechanism: Mechanism
+    accounting: Accounting
+    privacy: str
+    privacy_unit: str | None
+    contribution: int
+    distinct: bool
+    count: str | None
+    output: str
+    levels_view: str | None
+    overwrite: bool
+    budget_override: bool
+    max_cells: int
+    source: RandomSource
+
+    @property
+    def input_name(self) -> str | None:
+        """The input's name as given, or None for a relation."""
+        return self.table if isinstance(self.table, str) else None
+
+    @property
+    def input_description(self) -> str:
+        return self.table if isinstance(self.table, str) else "<relation>"
+
+    @classmethod
+    def from_args(
+        cls,
+        table: object,
+        *,
+        hierarchy: object,
+        domain: object,
+        tree: str | None,
+        rho: float | None,
+        epsilon: float | None,
+        delta: float | None,
+        conversion: str,
+        privacy: str,
+        privacy_unit: str | None,
+        contribution: object,
+        distinct: object,
+        split: Sequence[float] | None,
+        count: str | None,
+        output: object,
+        overwrite: bool,
+        mechanism: object,
+        seed: object,
+        domain_from_data: bool,
+        budget_override: bool,
+        levels_view: bool,
+        max_cells: object,
+    ) -> ReleaseRequest:
+        """Check every argument that needs no database, in the order a user reads them."""
+        spec = parse_hierarchy(hierarchy, tree)
+        if privacy not in PRIVACY_MODELS:
+            raise SpecError(f"privacy must be 'bounded' or 'unbounded', got {privacy!r}")
+        m = check_int("contribution", contribution, 1)
+        is_distinct = check_distinct(distinct)
+        budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+        mech = get_mechanism(mechanism)
+        mech.check(budget)
+        cells = check_int("max_cells", max_cells, 1)
+        acct = mech.account(
+            budget, spec, privacy=privacy, contribution=m, distinct=is_distinct, split=split
+        )
+        source = as_source(seed)
+        if domain is None and not domain_from_data:
+            raise DomainError(NO_DOMAIN)
+        if domain is not None and domain_from_data:
+            raise DomainError("pass domain= or domain_from_data=True, not both")
+        if output is None:
+            if not isinstance(table, str):
+                raise SpecError("output= is required when the input is a relation")
+            output = f"{table}_private"
+        if not isinstance(output, str) or not output or len(output.split(".")) > 2:
+            raise SpecError(f"output must be a table name, got {output!r}")
+        if isinstance(table, str) and output.lower() == table.lower():
+            raise SpecError(f"output {output!r} is the input table; choose another name")
+        return cls(
+            table=table,
+            spec=spec,
+            domains=None if domain is None else normalise_domains(domain, spec),
+            budget=budget,
+            mechanism=mech,
+            accounting=acct,
+            privacy=privacy,
+            privacy_unit=privacy_unit,
+            contribution=m,
+            distinct=is_distinct,
+            count=count,
+            output=output,
+            levels_view=f"{output}_levels" if levels_view else None,
+            overwrite=bool(overwrite),
+            budget_override=bool(budget_override),
+            max_cells=cells,
+            source=source,
+        )
+
+    def non_private_reasons(self, budget_note: str | None) -> list[str]:
+        """Why a release of this request is not private (empty when it is)."""
+        reasons = []
+        if self.budget.non_private:
+            reasons.append("infinite budget (no noise)")
+        if self.domains is None:
+            reasons.append("domain taken from the data")
+        if self.source.seeded:
+            reasons.append("seeded noise (tests and benchmarks only)")
+        if budget_note:
+            reasons.append(budget_note)
+        return reasons

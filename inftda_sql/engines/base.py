@@ -1,0 +1,72 @@
+"""The engine interface: what a release asks of the place its data lives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .._ledger import ReleaseRecord
+from ..core.tree import ChainTree, TopDownResult
+
+__all__ = ["Engine", "Scan"]
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What the scan of the private input found: private facts, never published.
+
+    ``total`` is the true number of (kept) records N; ``diagnostics`` are facts for the data
+    owner only (rows dropped by contribution bounding).
+    """
+
+    total: int
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Engine(Protocol):
+    """One release's stages on one engine, in the order the pipeline calls them.
+
+    Every check that can fail runs before the scan; nothing is written before :meth:`write`,
+    which writes the output and its ledger row atomically; :meth:`close` drops whatever the
+    release created on the way, whether it succeeded or not.
+    """
+
+    @property
+    def domain_description(self) -> str:
+        """Where the public domain came from, for the ledger."""
+        ...
+
+    def prepare(self) -> str | None:
+        """Check the output is free and the input's budget allows the release; return the note
+        to record when an override lets an exceeding release through."""
+        ...
+
+    def resolve(self) -> None:
+        """Resolve the input and the domain in the catalog and check their columns."""
+        ...
+
+    def code_domains(self) -> list[ChainTree]:
+        """The public domain of every chain as code ranges (nothing private is read)."""
+        ...
+
+    def scan(self) -> Scan:
+        """Scan the private input once: bound contributions, count leaf cells, validate."""
+        ...
+
+    def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
+        """The true non-zero counts of one level: sorted mixed-radix keys and counts."""
+        ...
+
+    def write(self, result: TopDownResult, record: ReleaseRecord) -> int:
+        """Write the released cells and the ledger row atomically; return the release id."""
+        ...
+
+    def close(self) -> None:
+        """Drop the release's temporary objects."""
+        ...

@@ -1,0 +1,37 @@
+-- Checks of the private input, run after the scan and before any noise. Their results go to
+-- the data owner's error messages only (never into a released table).
+
+-- name: leaf_stats
+-- per leaf column its NULL rows, then the count column's NULLs, minimum and whether any value
+-- is fractional (from the per-cell aggregates of sql/leaf_counts.sql)
+SELECT $null_counts, coalesce(sum(__nulls), 0), min(__min), coalesce(bool_or(__frac), false)
+FROM $leaf
+
+-- name: negative_example
+-- a leaf cell holding a negative count
+SELECT $cols, __min FROM $leaf WHERE __min < 0 LIMIT 1
+
+-- name: unit_nulls
+SELECT count(*) FROM $input WHERE $unit IS NULL
+
+-- name: missing_leaf
+-- a leaf value of the input the domain does not list, and how many such values there are
+SELECT $leaf_col, count(*) OVER () FROM $keys WHERE $code IS NULL ORDER BY 1 LIMIT 1
+
+-- name: bad_path_count
+SELECT count(*) FILTER (NOT path_ok) FROM $keys
+
+-- name: bad_path_codes
+SELECT $codes FROM $keys WHERE NOT path_ok LIMIT 1
+
+-- name: leaf_of_code
+SELECT $leaf_col FROM $codes WHERE $code = $$code
+
+-- name: total
+SELECT coalesce(sum(n), 0) FROM $keys
+
+-- name: row_count
+SELECT count(*) FROM $input
+
+-- name: distinct_paths
+(SELECT DISTINCT $cols FROM $input)
