@@ -17,19 +17,18 @@ from typing import Any
 
 import duckdb
 
-from ._errors import BudgetExceededError, SpecError
-from ._ledger import (
+from ._errors import SpecError
+from .core.accounting import Budget
+from .engines.duckdb.catalog import object_kind
+from .engines.duckdb.ledger import (
     BudgetRecord,
-    budget_record,
     read_budgets,
     read_releases,
-    spent,
+    stored_budget,
     upsert_budget,
 )
-from .core.accounting import Budget, rho_to_epsilon
-from .engines.duckdb.catalog import object_kind
 
-__all__ = ["Ledger", "budget_of", "check_budget", "ledger", "set_budget"]
+__all__ = ["Ledger", "budget_of", "ledger", "set_budget"]
 
 
 def set_budget(
@@ -76,63 +75,7 @@ def set_budget(
 
 def budget_of(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
     """The stored budget of ``table``, or None."""
-    found = budget_record(con, table)
-    if found is None:
-        return None
-    return Budget(
-        rho=found.rho,
-        epsilon=found.epsilon,
-        delta=found.delta,
-        conversion=found.conversion,
-        given="rho",
-    )
-
-
-def check_budget(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    requested: Budget,
-    guarantee: str,
-    *,
-    override: bool,
-) -> str | None:
-    """Refuse a release of ``table`` that would exceed its stored budget.
-
-    Returns None when the release fits (or no budget is stored), or the note to record in the
-    ledger when ``override`` lets an exceeding release through.
-    """
-    budget = budget_of(con, table)
-    if budget is None:
-        return None
-    spent_rho, n_releases, _ = spent(con, table)
-    remaining = budget.rho - spent_rho
-    if guarantee != "zCDP":
-        if override:
-            return "budget override: (epsilon, delta)-DP release on a zCDP-budgeted input"
-        raise BudgetExceededError(
-            f"{table!r} has a zCDP budget (rho={budget.rho:.6g}) and this mechanism gives "
-            "(epsilon, delta)-DP, which does not add up in rho; pass budget_override=True to "
-            "release anyway (recorded in the ledger) or use a zCDP mechanism"
-        )
-    if requested.rho <= remaining * (1 + 1e-12) + 1e-15:
-        return None
-    if override:
-        return (
-            f"budget override: spent rho {spent_rho + requested.rho:.6g} exceeds the budget "
-            f"rho {budget.rho:.6g} of {table!r}"
-        )
-    eps_remaining = (
-        rho_to_epsilon(remaining, budget.delta, budget.conversion) if remaining > 0 else 0.0
-    )
-    raise BudgetExceededError(
-        f"this release of {table!r} would spend rho={requested.rho:.6g} "
-        f"(epsilon={requested.epsilon:.4g} at delta={requested.delta:.3g}), but only "
-        f"rho={max(remaining, 0.0):.6g} (epsilon={eps_remaining:.4g} at delta="
-        f"{budget.delta:.3g}) remains of its budget rho={budget.rho:.6g} after {n_releases} "
-        f"release(s); requested - remaining = {requested.rho - remaining:.6g}. Spend less, "
-        "raise the budget with set_budget(), or pass budget_override=True (recorded in the "
-        "ledger)"
-    )
+    return stored_budget(con, table)
 
 
 @dataclass(frozen=True)

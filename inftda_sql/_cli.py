@@ -38,11 +38,11 @@ import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from ._errors import InftdaError, SpecError
-from ._ledger import read_releases
 from ._release import MECHANISMS, release
 from ._version import __version__
 from .core.spec import TREE_KINDS, parse_hierarchy
 from .core.tree import LevelStats
+from .engines.duckdb.ledger import read_releases
 
 __all__ = ["main"]
 

@@ -18,10 +18,10 @@ import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION
 from ._errors import InftdaError, OutputExistsError, SpecError
-from ._ledger import insert_release, read_releases
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import object_kind
+from .engines.duckdb.ledger import insert_release, read_releases
 from .engines.duckdb.sql import ident, qualified, rows, run
 
 __all__ = ["publish"]

@@ -20,7 +20,6 @@ from typing import Any
 
 import duckdb
 
-from ._ledger import ReleaseRecord
 from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
@@ -29,6 +28,7 @@ from .core.spec import TreeSpec
 from .core.tree import LevelStats, TopDownResult
 from .engines.base import Scan
 from .engines.duckdb.engine import DuckDBEngine
+from .engines.duckdb.ledger import ReleaseRecord
 from .mechanisms import DEFAULT_MAX_CELLS, MECHANISMS, MechanismContext
 
 __all__ = ["MECHANISMS", "Release", "release"]

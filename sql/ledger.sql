@@ -1,6 +1,6 @@
 -- The two bookkeeping tables of a database: the ledger of releases and the stored budgets.
 -- Their columns are spelled once, as the fields of ReleaseRecord and BudgetRecord in
--- inftda_sql/_ledger.py; these statements take them as $columns, $names and $params.
+-- inftda_sql/engines/duckdb/ledger.py; these statements take them as $columns, $names and $params.
 
 -- name: create
 CREATE TABLE IF NOT EXISTS $table (

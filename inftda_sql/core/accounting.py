@@ -20,6 +20,7 @@ This is the only module that turns a privacy budget into noise scales. Its piece
 * :func:`split_rho` and :func:`account`: the per-level budget ``rho_l`` and the discrete
   Gaussian scale ``sigma_l = D_l / sqrt(2 rho_l)``, collected in an :class:`Accounting`.
 * :func:`zcdp_compose`: sequential composition (the sum of the ``rho``s).
+* :func:`budget_verdict`: whether a release fits the budget stored for its input.
 * :func:`stability_histogram`: the discrete Laplace scale and the threshold of the Stability
   Histogram baseline, an ``(epsilon, delta)``-DP (not zCDP) mechanism, with its proof.
 
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from .._errors import BudgetError, SpecError
+from .._errors import BudgetError, BudgetExceededError, SpecError
 
 __all__ = [
     "CONVERSIONS",
@@ -56,6 +57,7 @@ __all__ = [
     "Budget",
     "StabilityHistogram",
     "account",
+    "budget_verdict",
     "epsilon_to_rho",
     "level_sensitivities",
     "rho_to_delta",
@@ -1144,3 +1146,61 @@ def stability_histogram(
     while not _sh_valid(tau, log_a, log1p_a, m, c, log_delta):
         tau += 1
     return result(scale, tau, math.exp(_sh_log_delta(tau, log_a, log1p_a, m, c)))
+
+
+# --------------------------------------------------------------------------------------------
+# stored budgets: does a release fit?
+
+
+def budget_verdict(
+    table: str,
+    budget: Budget,
+    spent_rho: float,
+    n_releases: int,
+    requested: Budget,
+    guarantee: str,
+    *,
+    override: bool,
+) -> str | None:
+    """Whether a release of ``table`` fits the budget stored for it, after ``n_releases``
+    releases that spent ``spent_rho`` (zCDP: rho adds up).
+
+    Returns None when it fits, or the note to record in the ledger when ``override`` lets an
+    exceeding release through; otherwise raises :class:`BudgetExceededError` naming what is
+    requested, what remains and the difference. An (epsilon, delta)-DP release does not add up
+    in rho: on a zCDP-budgeted input it needs the override.
+
+    Example:
+        >>> b = Budget.from_args(rho=0.5)
+        >>> budget_verdict("t", b, 0.25, 1, Budget.from_args(rho=0.25), "zCDP", override=False)
+        >>> budget_verdict("t", b, 0.5, 2, Budget.from_args(rho=0.25), "zCDP", override=True)
+        "budget override: spent rho 0.75 exceeds the budget rho 0.5 of 't'"
+    """
+    remaining = budget.rho - spent_rho
+    if guarantee != "zCDP":
+        if override:
+            return "budget override: (epsilon, delta)-DP release on a zCDP-budgeted input"
+        raise BudgetExceededError(
+            f"{table!r} has a zCDP budget (rho={budget.rho:.6g}) and this mechanism gives "
+            "(epsilon, delta)-DP, which does not add up in rho; pass budget_override=True to "
+            "release anyway (recorded in the ledger) or use a zCDP mechanism"
+        )
+    if requested.rho <= remaining * (1 + 1e-12) + 1e-15:
+        return None
+    if override:
+        return (
+            f"budget override: spent rho {spent_rho + requested.rho:.6g} exceeds the budget "
+            f"rho {budget.rho:.6g} of {table!r}"
+        )
+    eps_remaining = (
+        rho_to_epsilon(remaining, budget.delta, budget.conversion) if remaining > 0 else 0.0
+    )
+    raise BudgetExceededError(
+        f"this release of {table!r} would spend rho={requested.rho:.6g} "
+        f"(epsilon={requested.epsilon:.4g} at delta={requested.delta:.3g}), but only "
+        f"rho={max(remaining, 0.0):.6g} (epsilon={eps_remaining:.4g} at delta="
+        f"{budget.delta:.3g}) remains of its budget rho={budget.rho:.6g} after {n_releases} "
+        f"release(s); requested - remaining = {requested.rho - remaining:.6g}. Spend less, "
+        "raise the budget with set_budget(), or pass budget_override=True (recorded in the "
+        "ledger)"
+    )

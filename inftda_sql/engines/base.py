@@ -9,8 +9,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .._ledger import ReleaseRecord
 from ..core.tree import ChainTree, TopDownResult
+from .duckdb.ledger import ReleaseRecord
 
 __all__ = ["Engine", "Scan"]
 

@@ -10,9 +10,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from ..._budget import check_budget
 from ..._errors import DomainError, OutputExistsError, SpecError
-from ..._ledger import ReleaseRecord
 from ..._request import ReleaseRequest
 from ...core.tree import ChainTree, TopDownResult
 from ..base import Scan
@@ -27,6 +25,7 @@ from .catalog import (
     resolve_source,
 )
 from .domain import build_chain
+from .ledger import ReleaseRecord, check_budget
 from .scan import level_counts, scan
 from .sql import ident, run
 from .write import begin_transaction, write_release

@@ -14,11 +14,11 @@ import duckdb
 import pyarrow as pa
 
 from ..._errors import InftdaError, OutputExistsError
-from ..._ledger import LEDGER_TABLE, ReleaseRecord, ensure_tables, insert_release, next_release_id
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
 from .catalog import object_kind
+from .ledger import LEDGER_TABLE, ReleaseRecord, ensure_tables, insert_release, next_release_id
 from .sql import qualified, run
 
 __all__ = ["begin_transaction", "write_release"]

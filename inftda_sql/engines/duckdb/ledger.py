@@ -22,8 +22,9 @@ from typing import Any
 
 import duckdb
 
-from .engines.duckdb.catalog import object_kind
-from .engines.duckdb.sql import ident, render, rows, run, scalar
+from ...core.accounting import Budget, budget_verdict
+from .catalog import object_kind
+from .sql import ident, render, rows, run, scalar
 
 __all__ = [
     "BUDGET_TABLE",
@@ -33,12 +34,14 @@ __all__ = [
     "BudgetRecord",
     "ReleaseRecord",
     "budget_record",
+    "check_budget",
     "ensure_tables",
     "insert_release",
     "next_release_id",
     "read_budgets",
     "read_releases",
     "spent",
+    "stored_budget",
     "upsert_budget",
 ]
 
@@ -234,3 +237,36 @@ def spent(con: duckdb.DuckDBPyConnection, table: str) -> tuple[float, int, int]:
         0
     ]
     return float(rho), int(n), int(approx)
+
+
+def stored_budget(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
+    """The budget stored for input ``table`` (any case), or None."""
+    found = budget_record(con, table)
+    if found is None:
+        return None
+    return Budget(
+        rho=found.rho,
+        epsilon=found.epsilon,
+        delta=found.delta,
+        conversion=found.conversion,
+        given="rho",
+    )
+
+
+def check_budget(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    requested: Budget,
+    guarantee: str,
+    *,
+    override: bool,
+) -> str | None:
+    """Refuse a release of ``table`` that would exceed its stored budget (see
+    :func:`~inftda_sql.core.accounting.budget_verdict`); None when no budget is stored."""
+    budget = stored_budget(con, table)
+    if budget is None:
+        return None
+    spent_rho, n_releases, _ = spent(con, table)
+    return budget_verdict(
+        table, budget, spent_rho, n_releases, requested, guarantee, override=override
+    )
