@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from ._errors import InputDataError, SpecError
+from .engines.duckdb.sql import render, rows
 
 __all__ = ["COMPATIBLE_STORAGE_VERSION", "connect", "storage_version"]
 
@@ -190,11 +191,7 @@ def storage_version(con: duckdb.DuckDBPyConnection, database: str | None = None)
 
 
 def _read_storage_version(con: duckdb.DuckDBPyConnection, database: str | None) -> str | None:
-    found = con.execute(
-        "SELECT tags FROM duckdb_databases() "
-        "WHERE database_name = coalesce($db, current_database())",
-        {"db": database},
-    ).fetchall()
+    found = rows(con, render("catalog.storage_version"), {"db": database})
     if not found:
         raise InputDataError(f"no database named {database!r} is attached to this connection")
     tags = found[0][0] or {}

@@ -19,7 +19,9 @@ import pyarrow as pa
 
 from ._errors import InputDataError, SpecError
 from .core.spec import TreeSpec, parse_hierarchy
+from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import Source, count_column, drop_temp, resolve_source, type_family
+from .engines.duckdb.compile import level_cell_columns
 from .engines.duckdb.sql import arrow, ident, render
 
 __all__ = ["EVALUATION_COLUMNS", "compared_cells", "evaluate", "level_cell_columns"]
@@ -37,37 +39,6 @@ EVALUATION_COLUMNS = (
     "total_true",
     "total_released",
 )
-
-
-def level_cell_columns(spec: TreeSpec, level: int) -> tuple[str, ...]:
-    """The columns that identify a cell of ``level``: every column of each chain down to the
-    depth the level refines it to (ancestors included, so equal codes under different parents
-    stay distinct)."""
-    return tuple(
-        col
-        for chain, depth in zip(spec.chains, spec.levels[level], strict=True)
-        for col in chain[:depth]
-    )
-
-
-def _level_cells(spec: TreeSpec, level: int) -> str:
-    """SQL of one level's cells: (level, true count t, released count r), over the union."""
-    if level == 0:
-        return (
-            "    SELECT 0 AS level, coalesce((SELECT sum(__n) FROM truth_leaf), 0) AS t, "
-            "coalesce((SELECT sum(__n) FROM released_leaf), 0) AS r"
-        )
-    cols = level_cell_columns(spec, level)
-    sel = ", ".join(ident(c) for c in cols)
-    on = " AND ".join(f"tl.{ident(c)} IS NOT DISTINCT FROM rl.{ident(c)}" for c in cols)
-    return (
-        f"    SELECT {level} AS level, coalesce(tl.__n, 0) AS t, coalesce(rl.__n, 0) AS r\n"
-        f"    FROM (SELECT {sel}, sum(__n) AS __n FROM truth_leaf GROUP BY ALL) AS tl\n"
-        f"    FULL OUTER JOIN (SELECT {sel}, sum(__n) AS __n FROM released_leaf GROUP BY ALL)"
-        " AS rl\n"
-        f"    ON {on}\n"
-        "    WHERE coalesce(tl.__n, 0) <> 0 OR coalesce(rl.__n, 0) <> 0"
-    )
 
 
 def evaluate(
@@ -182,18 +153,14 @@ def compared_cells(
         if released_count.lower() in {c.lower() for c in spec.columns}:
             raise SpecError(f"released_count column {released_count!r} is a hierarchy column")
         value_type = "BIGINT" if t_int and r_int else "DOUBLE"
-        cte = render(
-            "evaluate_cells",
-            cols=", ".join(ident(c) for c in spec.columns),
-            truth=t_src.sql,
-            released=r_src.sql,
-            truth_sum=f"{truth_sum}::{value_type}",
-            released_sum=f"sum({ident(r_count)})::{value_type}",
-            cells="\n    UNION ALL\n".join(
-                _level_cells(spec, lv) for lv in range(spec.n_levels + 1)
-            ),
+        cte = _compile.evaluate_cells(
+            spec,
+            t_src.sql,
+            r_src.sql,
+            f"{truth_sum}::{value_type}",
+            f"sum({ident(r_count)})::{value_type}",
         )
-        yield cte.rstrip(), value_type
+        yield cte, value_type
     finally:
         for src in sources:
             drop_temp(con, src)

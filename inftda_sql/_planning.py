@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import html
 import math
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,14 +35,16 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import DomainError, SpecError
+from ._request import normalise_domains
 from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account
 from .core.rng import SeededSource
 from .core.spec import parse_hierarchy
 from .core.topdown import topdown
 from .core.tree import ChainTree
-from .engines.duckdb.catalog import resolve_source
-from .engines.duckdb.sql import ident, scalar
+from .engines.duckdb import compile as _compile
+from .engines.duckdb.catalog import drop_temp, resolve_source
+from .engines.duckdb.sql import rows
 
 __all__ = ["Plan", "PlanLevel", "plan"]
 
@@ -131,32 +134,21 @@ def _domain_shape(
     con: duckdb.DuckDBPyConnection, hierarchy: object, domain: object, tree: str | None
 ) -> tuple[list[str], list[int]]:
     spec = parse_hierarchy(hierarchy, tree)
-    domains = list(domain) if isinstance(domain, (list, tuple)) else [domain]
-    if len(domains) != len(spec.chains):
-        raise DomainError(
-            f"the hierarchy has {len(spec.chains)} chains, so domain must list "
-            f"{len(spec.chains)} domains, got {domain!r}"
-        )
+    domains = normalise_domains(domain, spec)
+    prefix = f"__inftda_plan_{uuid.uuid4().hex[:12]}_"
     sizes: list[list[int]] = []
     for c, chain in enumerate(spec.chains):
+        role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
         src = resolve_source(
-            con, domains[c], role="domain", temp_name=f"__inftda_plan_{c}", error=DomainError
+            con, domains[c], role=role, temp_name=f"{prefix}{c}", error=DomainError
         )
-        for col in chain:
-            src.column(col, "hierarchy column of the domain", DomainError)
-        sizes.append(
-            [1]
-            + [
-                int(
-                    scalar(
-                        con,
-                        f"SELECT count(*) FROM (SELECT DISTINCT "
-                        f"{', '.join(ident(x) for x in chain[:d])} FROM {src.sql})",
-                    )
-                )
-                for d in range(1, len(chain) + 1)
-            ]
-        )
+        try:
+            for col in chain:
+                src.column(col, f"hierarchy column of the {role}", DomainError)
+            counts = rows(con, _compile.node_counts([src.column(x, "") for x in chain], src.sql))
+        finally:
+            drop_temp(con, src)
+        sizes.append([1, *(int(n) for n in counts[0])])
     names, nodes = [], []
     for level in range(1, spec.n_levels + 1):
         names.append(spec.level_name(level))

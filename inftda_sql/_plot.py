@@ -20,6 +20,7 @@ import pyarrow as pa
 from ._errors import SpecError
 from ._evaluate import EVALUATION_COLUMNS, compared_cells
 from .core.spec import parse_hierarchy
+from .engines.duckdb import compile as _compile
 from .engines.duckdb.sql import arrow
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def plot_zoom(
         raise SpecError(f"max_points_per_level must be at least 100, got {max_points_per_level}")
     spec = parse_hierarchy(hierarchy, tree)
     with compared_cells(con, truth, released, spec, count, released_count) as (cte, _):
-        cells = arrow(con, f"{cte}\nSELECT level, t, r FROM cells WHERE level > 0 ORDER BY level")
+        cells = arrow(con, _compile.zoom_cells(cte))
     level = cells.column("level").to_numpy(zero_copy_only=False).astype(np.int64)
     t_all = cells.column("t").to_numpy(zero_copy_only=False).astype(np.float64)
     r_all = cells.column("r").to_numpy(zero_copy_only=False).astype(np.float64)

@@ -22,7 +22,7 @@ from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import object_kind
 from .engines.duckdb.ledger import insert_release, read_releases
-from .engines.duckdb.sql import ident, qualified, rows, run
+from .engines.duckdb.sql import ident, qualified, render, rows, run
 
 __all__ = ["publish"]
 
@@ -87,32 +87,29 @@ def publish(
     public = record.public()
     view = json.loads(public.details).get("levels_view")
     spec = parse_hierarchy(*_hierarchy_args(record.hierarchy))
-    version = "" if storage_version == "latest" else f" (STORAGE_VERSION '{storage_version}')"
-    original = rows(con, "SELECT current_database()")[0][0]
-    run(con, f"ATTACH '{_quote_path(target)}' AS {_ALIAS}{version}")
+    version = None if storage_version == "latest" else storage_version
+    original = rows(con, render("catalog.current_database"))[0][0]
+    run(con, _compile.attach(str(target), _ALIAS, version))
     try:
-        run(con, f"CREATE TABLE {_ALIAS}.main.{ident(output)} AS FROM {qualified(output)}")
+        in_copy = f"{ident(_ALIAS)}.main."
+        run(con, _compile.copy_table(in_copy + ident(output), qualified(output)))
         for t in public_tables:
-            run(con, f"CREATE TABLE {_ALIAS}.main.{ident(t.split('.')[-1])} AS FROM {qualified(t)}")
-        run(con, f"USE {_ALIAS}")
+            run(con, _compile.copy_table(in_copy + ident(t.split(".")[-1]), qualified(t)))
+        run(con, _compile.use(_ALIAS))
         try:
             if view:
                 run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
             insert_release(con, public)
         finally:
-            run(con, f"USE {ident(original)}")
+            run(con, _compile.use(original))
     except BaseException:
-        run(con, f"DETACH {_ALIAS}")
+        run(con, _compile.detach(_ALIAS))
         target.unlink(missing_ok=True)
         raise
-    run(con, f"DETACH {_ALIAS}")
+    run(con, _compile.detach(_ALIAS))
     return target
 
 
 def _hierarchy_args(text: str) -> tuple[list[list[str]], str]:
     h = json.loads(text)
     return h["chains"], h["tree"]
-
-
-def _quote_path(path: Path) -> str:
-    return str(path).replace("'", "''")

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from ._errors import SpecError
-from .engines.duckdb.sql import ident, run
+from .engines.duckdb.compile import drop_temp_table, drop_temp_view
+from .engines.duckdb.sql import ident, render, run
 
 __all__ = [
     "PAPER_DENSITIES",
@@ -74,17 +75,22 @@ def _write_od(
     names = {k: prefix + k for k in ("geo", "geo_origin", "geo_destination", "trips")}
     if overwrite:
         for k in ("geo_origin", "geo_destination"):
-            run(con, f"DROP VIEW IF EXISTS {ident(names[k])}")
+            run(con, drop_temp_view(names[k]))
         for k in ("trips", "geo"):
-            run(con, f"DROP TABLE IF EXISTS {ident(names[k])}")
+            run(con, drop_temp_table(names[k]))
     tmp_geo, tmp_pairs = f"__{prefix}geo_arrow", f"__{prefix}pairs_arrow"
     con.register(tmp_geo, geo)
     con.register(tmp_pairs, pairs)
     try:
         run(
             con,
-            f"CREATE TABLE {ident(names['geo'])} AS SELECT {geo_select} FROM {ident(tmp_geo)} "
-            f"ORDER BY {geo_order}",
+            render(
+                "synthetic.geography",
+                geo=ident(names["geo"]),
+                select=geo_select,
+                source=ident(tmp_geo),
+                order=geo_order,
+            ),
         )
         for side, view in (("o", "geo_origin"), ("d", "geo_destination")):
             renamed = ", ".join(
@@ -92,17 +98,27 @@ def _write_od(
             )
             run(
                 con,
-                f"CREATE VIEW {ident(names[view])} AS SELECT {renamed} FROM {ident(names['geo'])}",
+                render(
+                    "synthetic.side_view",
+                    view=ident(names[view]),
+                    renamed=renamed,
+                    geo=ident(names["geo"]),
+                ),
             )
         if microdata:
             od_cols = ", ".join(ident(c) for c in pairs.column_names if c != "n")
             run(
                 con,
-                f"CREATE TABLE {ident(names['trips'])} AS SELECT {od_cols} "
-                f"FROM {ident(tmp_pairs)}, range(n) AS r(i)",
+                render(
+                    "synthetic.trips_microdata",
+                    trips=ident(names["trips"]),
+                    cols=od_cols,
+                    pairs=ident(tmp_pairs),
+                ),
             )
         else:
-            run(con, f"CREATE TABLE {ident(names['trips'])} AS SELECT * FROM {ident(tmp_pairs)}")
+            trips, pairs_sql = ident(names["trips"]), ident(tmp_pairs)
+            run(con, render("synthetic.trips_counts", trips=trips, pairs=pairs_sql))
     finally:
         con.unregister(tmp_geo)
         con.unregister(tmp_pairs)

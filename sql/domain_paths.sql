@@ -5,3 +5,7 @@
 SELECT $casts
 FROM $domain
 ORDER BY ALL
+
+-- name: node_counts
+-- the number of nodes of every depth of a chain's domain (plan())
+SELECT $counts FROM $domain

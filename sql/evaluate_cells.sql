@@ -12,3 +12,19 @@ released_leaf AS MATERIALIZED (
 cells AS (
 $cells
 )
+
+-- name: root
+    SELECT 0 AS level, coalesce((SELECT sum(__n) FROM truth_leaf), 0) AS t,
+           coalesce((SELECT sum(__n) FROM released_leaf), 0) AS r
+
+-- name: level
+    SELECT $level AS level, coalesce(tl.__n, 0) AS t, coalesce(rl.__n, 0) AS r
+    FROM (SELECT $cols, sum(__n) AS __n FROM truth_leaf GROUP BY ALL) AS tl
+    FULL OUTER JOIN (SELECT $cols, sum(__n) AS __n FROM released_leaf GROUP BY ALL) AS rl
+    ON $on
+    WHERE coalesce(tl.__n, 0) <> 0 OR coalesce(rl.__n, 0) <> 0
+
+-- name: zoom
+$cte
+SELECT level, t, r FROM cells WHERE level > 0 ORDER BY level
+

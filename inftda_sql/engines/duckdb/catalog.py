@@ -14,7 +14,8 @@ import duckdb
 import pyarrow as pa
 
 from ..._errors import DomainError, InputDataError, SpecError
-from .sql import ident, qualified, rows
+from .compile import describe, drop_temp_view
+from .sql import ident, qualified, render, rows, run
 
 __all__ = [
     "Source",
@@ -93,20 +94,14 @@ def object_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
     """'table' or 'view' if ``name`` (optionally schema-qualified) exists, else None."""
     parts = name.split(".")
     schema, table = (parts[0], parts[1]) if len(parts) == 2 else (None, name)
-    found = rows(
-        con,
-        "SELECT table_type FROM information_schema.tables "
-        "WHERE lower(table_name) = lower($t) AND ($s IS NULL OR lower(table_schema) = lower($s)) "
-        "AND table_catalog = current_database()",
-        {"t": table, "s": schema},
-    )
+    found = rows(con, render("catalog.object_kind"), {"table": table, "schema": schema})
     if not found:
         return None
     return "view" if "VIEW" in str(found[0][0]).upper() else "table"
 
 
 def _describe(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[str, str]]:
-    return [(r[0], r[1]) for r in rows(con, f"DESCRIBE SELECT * FROM {sql}")]
+    return [(r[0], r[1]) for r in rows(con, describe(sql))]
 
 
 def _temp_source(con: duckdb.DuckDBPyConnection, temp_name: str, description: str) -> Source:
@@ -139,15 +134,7 @@ def resolve_source(
         if not obj or len(obj.split(".")) > 2:
             raise SpecError(f"{role} must be a table or view name, got {obj!r}")
         if object_kind(con, obj) is None:
-            tables = [
-                r[0]
-                for r in rows(
-                    con,
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_catalog = current_database() "
-                    "ORDER BY table_name LIMIT 20",
-                )
-            ]
+            tables = [r[0] for r in rows(con, render("catalog.some_tables"))]
             hint = ", ".join(tables) if tables else "(none)"
             raise error(f"{role} {obj!r} is not a table or view of this database; existing: {hint}")
         sql = qualified(obj)
@@ -197,7 +184,7 @@ def drop_temp(con: duckdb.DuckDBPyConnection, source: Source | None) -> None:
     with contextlib.suppress(duckdb.Error):
         con.unregister(source.temp_view)
     with contextlib.suppress(duckdb.Error):
-        con.execute(f"DROP VIEW IF EXISTS {ident(source.temp_view)}").fetchall()
+        run(con, drop_temp_view(source.temp_view))
 
 
 def check_domain_types(

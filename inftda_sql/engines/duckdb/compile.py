@@ -16,32 +16,46 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...core.spec import TreeSpec
-from .sql import ident, render
+from .sql import ident, render, template
 
 __all__ = [
     "TempNames",
     "ancestors",
+    "attach",
     "bad_path",
     "bad_path_codes",
     "bad_path_count",
     "bound_units",
     "code_column",
+    "copy_table",
     "depth_code",
+    "describe",
+    "describe_table",
+    "detach",
     "distinct_paths",
     "domain_paths",
+    "drop_object",
+    "drop_temp_table",
+    "drop_temp_view",
+    "evaluate_cells",
     "leaf_codes",
     "leaf_counts",
     "leaf_of_code",
     "leaf_stats",
+    "level_cell_columns",
     "level_counts",
     "levels_view",
     "missing_leaf",
     "negative_example",
     "nesting_check",
+    "node_counts",
     "row_count",
+    "string_literal",
     "total",
     "unit_nulls",
+    "use",
     "write_output",
+    "zoom_cells",
 ]
 
 
@@ -335,3 +349,115 @@ def row_count(input_sql: str) -> str:
 def distinct_paths(chain: Sequence[str], input_sql: str) -> str:
     """The distinct paths of a chain in the input (the domain from the data: NOT private)."""
     return render("checks.distinct_paths", cols=_cols(chain), input=input_sql)
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluate() and plot_zoom(): the true and released cells of every level (sql/evaluate_cells.sql)
+
+
+def level_cell_columns(spec: TreeSpec, level: int) -> tuple[str, ...]:
+    """The columns that identify a cell of ``level``: every column of each chain down to the
+    depth the level refines it to (ancestors included, so equal codes under different parents
+    stay distinct)."""
+    return tuple(
+        col
+        for chain, depth in zip(spec.chains, spec.levels[level], strict=True)
+        for col in chain[:depth]
+    )
+
+
+def evaluate_cells(
+    spec: TreeSpec,
+    truth_sql: str,
+    released_sql: str,
+    truth_sum: str,
+    released_sum: str,
+) -> str:
+    """A ``WITH`` clause defining ``cells`` (``level``, true count ``t``, released count ``r``):
+    one row per cell of the union of both sides, every level (the root always)."""
+    parts = [template("evaluate_cells.root").rstrip()]
+    for level in range(1, spec.n_levels + 1):
+        cols = level_cell_columns(spec, level)
+        on = " AND ".join(f"tl.{ident(c)} IS NOT DISTINCT FROM rl.{ident(c)}" for c in cols)
+        parts.append(
+            render("evaluate_cells.level", level=str(level), cols=_cols(cols), on=on).rstrip()
+        )
+    return render(
+        "evaluate_cells",
+        cols=_cols(spec.columns),
+        truth=truth_sql,
+        released=released_sql,
+        truth_sum=truth_sum,
+        released_sum=released_sum,
+        cells="\n    UNION ALL\n".join(parts),
+    ).rstrip()
+
+
+def zoom_cells(cells_cte: str) -> str:
+    """Every non-root cell's level, true and released count (plot_zoom())."""
+    return render("evaluate_cells.zoom", cte=cells_cte)
+
+
+def node_counts(chain: Sequence[str], domain_sql: str) -> str:
+    """The number of nodes of every depth of a chain's domain (one row, one column per depth)."""
+    counts = ", ".join(
+        f"count(DISTINCT ({_cols(chain[:d])}))" if d > 1 else f"count(DISTINCT {ident(chain[0])})"
+        for d in range(1, len(chain) + 1)
+    )
+    return render("domain_paths.node_counts", counts=counts, domain=domain_sql)
+
+
+# ---------------------------------------------------------------------------------------------
+# the catalog (sql/catalog.sql)
+
+
+def drop_object(kind: str, name_sql: str) -> str:
+    """``DROP TABLE`` or ``DROP VIEW`` of an already-quoted name (``kind``: table or view)."""
+    return render("catalog.drop_object", kind="VIEW" if kind == "view" else "TABLE", name=name_sql)
+
+
+def drop_temp_view(name: str) -> str:
+    return render("catalog.drop_view", view=ident(name))
+
+
+def drop_temp_table(name: str) -> str:
+    return render("catalog.drop_table", table=ident(name))
+
+
+def describe(source_sql: str) -> str:
+    """The columns and types of a readable source."""
+    return render("catalog.describe", source=source_sql)
+
+
+def describe_table(name: str) -> str:
+    return render("catalog.describe_table", table=ident(name))
+
+
+# ---------------------------------------------------------------------------------------------
+# publish() (sql/publish.sql)
+
+
+def string_literal(text: str) -> str:
+    """A SQL string literal (quotes doubled); for the few places DuckDB cannot bind a value,
+    such as the path of ``ATTACH``."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def attach(path: str, alias: str, storage_version: str | None) -> str:
+    """Attach a new database file under ``alias`` (in an older storage format if asked)."""
+    options = (
+        "" if storage_version is None else (f" (STORAGE_VERSION {string_literal(storage_version)})")
+    )
+    return render("publish.attach", path=string_literal(path), alias=ident(alias), options=options)
+
+
+def copy_table(target_sql: str, source_sql: str) -> str:
+    return render("publish.copy_table", target=target_sql, source=source_sql)
+
+
+def use(database: str) -> str:
+    return render("publish.use", database=ident(database))
+
+
+def detach(alias: str) -> str:
+    return render("publish.detach", alias=ident(alias))

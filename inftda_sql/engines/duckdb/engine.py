@@ -27,7 +27,7 @@ from .catalog import (
 from .domain import build_chain
 from .ledger import ReleaseRecord, check_budget
 from .scan import level_counts, scan
-from .sql import ident, run
+from .sql import run
 from .write import begin_transaction, write_release
 
 __all__ = ["DuckDBEngine"]
@@ -172,7 +172,7 @@ class DuckDBEngine:
             drop_temp(self.con, src)
         for table in (self.names.leaf, self.names.keys):
             with contextlib.suppress(duckdb.Error):
-                run(self.con, f"DROP TABLE IF EXISTS {ident(table)}")
+                run(self.con, _compile.drop_temp_table(table))
         n_chains = len(self.request.spec.chains)
         for registered in [self.names.released, *(self.names.codes(c) for c in range(n_chains))]:
             with contextlib.suppress(duckdb.Error):

@@ -24,6 +24,7 @@ import duckdb
 
 from ...core.accounting import Budget, budget_verdict
 from .catalog import object_kind
+from .compile import describe_table
 from .sql import ident, render, rows, run, scalar
 
 __all__ = [
@@ -143,12 +144,16 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, *tables: str) -> None:
             columns = _definitions(fields)
             run(con, render("ledger.create", table=ident(table), columns=columns))
             continue
-        present = {r[0].lower() for r in rows(con, f"DESCRIBE {ident(table)}")}
+        present = _present_columns(con, table)
         for f in fields:
             if f.name not in present:  # an older file: the column is nullable here
                 sql_type = f.metadata["sql"].replace(" NOT NULL", "")
                 column = f"{ident(f.name)} {sql_type}"
                 run(con, render("ledger.add_column", table=ident(table), column=column))
+
+
+def _present_columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    return {r[0].lower() for r in rows(con, describe_table(table))}
 
 
 def _insert(
@@ -188,7 +193,7 @@ def _select(
     """Rows of a bookkeeping table as dicts; columns an older file lacks come back as None."""
     if object_kind(con, table) is None:
         return []
-    present = {r[0].lower() for r in rows(con, f"DESCRIBE {ident(table)}")}
+    present = _present_columns(con, table)
     exprs = ", ".join(ident(c) if c in present else f"NULL AS {ident(c)}" for c in columns)
     sql = render("ledger.select", names=exprs, table=ident(table), where=where, order=order)
     return [dict(zip(columns, r, strict=True)) for r in rows(con, sql, params)]

@@ -44,29 +44,27 @@ _NAME_MARK = "-- name: "
 
 
 @functools.cache
-def _named(file: str) -> dict[str, str]:
-    """The statements of ``sql/<file>.sql`` that a ``-- name: <name>`` line opens."""
-    named: dict[str, list[str]] = {}
-    current: list[str] | None = None
+def _sections(file: str) -> dict[str, str]:
+    """The statements of ``sql/<file>.sql``: the text before the first ``-- name: <stmt>``
+    line under the key ``""``, and each named statement under its name."""
+    sections: dict[str, list[str]] = {"": []}
+    current = sections[""]
     for line in (_sql_dir() / f"{file}.sql").read_text(encoding="utf-8").splitlines():
         if line.startswith(_NAME_MARK):
-            current = named.setdefault(line[len(_NAME_MARK) :].strip(), [])
-        elif current is not None:
+            current = sections.setdefault(line[len(_NAME_MARK) :].strip(), [])
+        else:
             current.append(line)
-    return {name: "\n".join(lines).strip() + "\n" for name, lines in named.items()}
+    return {name: "\n".join(lines).strip() + "\n" for name, lines in sections.items()}
 
 
-@functools.cache
 def template(name: str) -> str:
-    """Return the text of ``sql/<name>.sql``, or of the statement ``<stmt>`` in
-    ``sql/<file>.sql`` for a ``name`` of the form ``<file>.<stmt>``."""
+    """The SQL text ``name`` names: ``<file>`` is ``sql/<file>.sql`` (up to its first named
+    statement), ``<file>.<stmt>`` the statement that a ``-- name: <stmt>`` line opens there."""
     file, _, statement = name.partition(".")
-    if statement:
-        return _named(file)[statement]
-    return (_sql_dir() / f"{name}.sql").read_text(encoding="utf-8")
+    return _sections(file)[statement]
 
 
-def render(name: str, **parts: str) -> str:
+def render(name: str, /, **parts: str) -> str:
     """Fill a template's ``$placeholders`` with already-quoted SQL fragments.
 
     ``name`` is a file of ``sql/`` or ``<file>.<statement>`` for one of its named statements.

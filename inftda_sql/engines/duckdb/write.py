@@ -27,7 +27,7 @@ __all__ = ["begin_transaction", "write_release"]
 def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     kind = object_kind(con, name)
     if kind is not None:
-        run(con, f"DROP {'VIEW' if kind == 'view' else 'TABLE'} {qualified(name)}")
+        run(con, _compile.drop_object(kind, qualified(name)))
 
 
 def begin_transaction(con: duckdb.DuckDBPyConnection) -> None:
