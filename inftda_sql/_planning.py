@@ -32,12 +32,12 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import numpy.typing as npt
 
 from ._errors import DomainError, SpecError
 from ._request import normalise_domains
 from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account
+from .core.arrays import I64
 from .core.rng import SeededSource
 from .core.spec import parse_hierarchy
 from .core.topdown import topdown
@@ -47,8 +47,6 @@ from .engines.duckdb.catalog import drop_temp, resolve_source
 from .engines.duckdb.sql import rows
 
 __all__ = ["Plan", "PlanLevel", "plan"]
-
-I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

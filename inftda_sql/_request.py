@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._errors import DomainError, SpecError
-from .core.accounting import PRIVACY_MODELS, Accounting, Budget
+from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
 from .mechanisms import Mechanism
 from .mechanisms import get as get_mechanism
 
-__all__ = ["ReleaseRequest", "check_distinct", "check_int", "normalise_domains"]
+__all__ = ["ReleaseRequest", "check_int", "normalise_domains"]
 
 NO_DOMAIN = (
     "no domain given: the categories of every hierarchy column must come from a PUBLIC "
@@ -35,13 +35,6 @@ def check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
-
-
-def check_distinct(value: object) -> bool:
-    """``distinct=`` must be a bool."""
-    if not isinstance(value, bool):
-        raise SpecError(f"distinct must be True or False, got {value!r}")
-    return value
 
 
 def normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
@@ -123,8 +116,7 @@ class ReleaseRequest:
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them."""
         spec = parse_hierarchy(hierarchy, tree)
-        if privacy not in PRIVACY_MODELS:
-            raise SpecError(f"privacy must be 'bounded' or 'unbounded', got {privacy!r}")
+        check_privacy(privacy)
         m = check_int("contribution", contribution, 1)
         is_distinct = check_distinct(distinct)
         budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)

@@ -58,6 +58,8 @@ __all__ = [
     "StabilityHistogram",
     "account",
     "budget_verdict",
+    "check_distinct",
+    "check_privacy",
     "epsilon_to_rho",
     "level_sensitivities",
     "rho_to_delta",
@@ -563,7 +565,8 @@ class Budget:
 # sensitivity and the per-level split
 
 
-def _check_privacy(privacy: object) -> PrivacyModel:
+def check_privacy(privacy: object) -> PrivacyModel:
+    """``privacy=`` as one of :data:`PRIVACY_MODELS`, or a SpecError."""
     if privacy == "bounded":
         return "bounded"
     if privacy == "unbounded":
@@ -578,6 +581,13 @@ def _check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
         raise SpecError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def check_distinct(distinct: object) -> bool:
+    """``distinct=`` must be a bool."""
+    if not isinstance(distinct, bool):
+        raise SpecError(f"distinct must be True or False, got {distinct!r}")
+    return distinct
 
 
 def level_sensitivities(
@@ -622,10 +632,9 @@ def level_sensitivities(
         (4.0, 4.0, 2.0)
     """
     n = _check_positive_int("n_levels", n_levels)
-    model = _check_privacy(privacy)
+    model = check_privacy(privacy)
     m = _check_positive_int("contribution", contribution)
-    if not isinstance(distinct, bool):
-        raise SpecError(f"distinct must be True or False, got {distinct!r}")
+    check_distinct(distinct)
     if model == "bounded":
         general = math.sqrt(2.0) * m
         leaf = math.sqrt(2.0 * m) if distinct else general
@@ -742,7 +751,7 @@ class Accounting:
     level_sigma: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        _check_privacy(self.privacy)
+        check_privacy(self.privacy)
         n = len(self.level_names)
         lengths = (len(self.level_sensitivity), len(self.level_rho), len(self.level_sigma))
         if n == 0 or any(k != n for k in lengths):
@@ -910,7 +919,7 @@ def account(
     for name in names:
         if not isinstance(name, str) or not name:
             raise SpecError(f"level names must be non-empty strings, got {name!r} in {names!r}")
-    model = _check_privacy(privacy)
+    model = check_privacy(privacy)
     sens = level_sensitivities(
         len(names), privacy=model, contribution=contribution, distinct=distinct
     )
@@ -1106,10 +1115,9 @@ def stability_histogram(
     if not eps > 0.0:
         raise BudgetError(f"epsilon must be positive, got {epsilon!r}")
     d = _check_delta(delta)
-    model = _check_privacy(privacy)
+    model = check_privacy(privacy)
     m = _check_positive_int("contribution", contribution)
-    if not isinstance(distinct, bool):
-        raise SpecError(f"distinct must be True or False, got {distinct!r}")
+    check_distinct(distinct)
     sens = float(m if model == "unbounded" else 2 * m)
     c = 1 if distinct else m
 

@@ -62,10 +62,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import InternalError, SpecError
+from .arrays import I64 as Int64Array
 
 __all__ = ["intopt"]
 
-Int64Array = npt.NDArray[np.int64]
 
 #: Largest absolute value accepted for a noisy child or a target (about 1.15e18).
 VALUE_LIMIT = 1 << 60

@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from .arrays import I64
 from .intopt import intopt
 from .noise import sample_discrete_gaussian
 from .rng import RandomSource
@@ -31,7 +31,6 @@ from .tree import ChainTree, LevelStats, TopDownResult, key_strides
 
 __all__ = ["Optimizer", "topdown"]
 
-I64 = npt.NDArray[np.int64]
 # Children processed per chunk: ~1M keeps the working set of a chunk near 50 MB and
 # gives the thread pool enough chunks to balance.
 CHUNK_CHILDREN = 1 << 20

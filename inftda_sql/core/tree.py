@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import InternalError, SpecError
+from .arrays import I64
 from .spec import TreeSpec
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "key_strides",
 ]
 
-I64 = npt.NDArray[np.int64]
 
 _INT64_KEY_LIMIT = 2**62
 

@@ -6,15 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
+from ..core.arrays import I64
 from ..core.tree import ChainTree, TopDownResult
 from .duckdb.ledger import ReleaseRecord
 
 __all__ = ["Engine", "Scan"]
-
-I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import InternalError
+from ..core.arrays import F64, I64
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
 from ..core.tree import ChainTree, LevelStats, key_strides
@@ -33,8 +34,6 @@ __all__ = [
     "segments",
 ]
 
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
 
 #: cells per chunk of the full-domain mechanisms (noise drawn and filtered chunk by chunk)
 CHUNK_CELLS = 1 << 20

@@ -16,11 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
-
 from .._errors import SpecError
 from ..core.accounting import Accounting, Budget, account
+from ..core.arrays import I64
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
 from ..core.topdown import Optimizer, topdown
@@ -35,7 +33,6 @@ __all__ = [
     "level_sizes",
 ]
 
-I64 = npt.NDArray[np.int64]
 
 #: mechanisms that materialise every cell of the full domain refuse above this many cells
 DEFAULT_MAX_CELLS = 50_000_000

@@ -19,9 +19,9 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from .._errors import InternalError
+from ..core.arrays import F64, I64
 from ..core.noise import sample_discrete_gaussian
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
@@ -30,9 +30,6 @@ from ._shared import CHUNK_CELLS, decode, dense_true, level_strides
 from .base import Mechanism, MechanismContext, level_sizes
 
 __all__ = ["MECHANISM", "run_hierarchical"]
-
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
 
 
 class _Refinement:

@@ -13,14 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import InternalError
+from ..core.arrays import F64, I64
 from ..core.tree import TopDownResult
 from ._shared import check_segments, segments
 from .base import Mechanism, MechanismContext
 
 __all__ = ["MECHANISM", "l2_optimizer", "round_to_targets", "run_tda_l2", "simplex_projection"]
-
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
 
 
 def simplex_projection(y: npt.ArrayLike, targets: npt.ArrayLike, offsets: npt.ArrayLike) -> F64:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from .._errors import InternalError, SpecError
 from ..core.accounting import Budget
+from ..core.arrays import I64
 from ..core.tree import TopDownResult
 from ._shared import check_segments
 from .base import Mechanism, MechanismContext
@@ -28,7 +28,6 @@ __all__ = [
     "run_tda_linf_solver",
 ]
 
-I64 = npt.NDArray[np.int64]
 
 #: how to install the optional MILP solver
 SOLVER_HINT = "pip install 'inftda-sql[solver]'"

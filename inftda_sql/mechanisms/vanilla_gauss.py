@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import numpy.typing as npt
 
+from ..core.arrays import I64
 from ..core.noise import sample_discrete_gaussian
 from ..core.rng import RandomSource
 from ..core.tree import TopDownResult
@@ -21,8 +21,6 @@ from ._shared import decode, leaf_only_stats, level_strides, map_chunks
 from .base import Mechanism, MechanismContext, level_sizes
 
 __all__ = ["MECHANISM", "run_vanilla_gauss"]
-
-I64 = npt.NDArray[np.int64]
 
 
 def run_vanilla_gauss(ctx: MechanismContext) -> TopDownResult:

@@ -7,11 +7,10 @@ import uuid
 from types import TracebackType
 
 import duckdb
-import numpy as np
-import numpy.typing as npt
 
 from ..._errors import DomainError, OutputExistsError, SpecError
 from ..._request import ReleaseRequest
+from ...core.arrays import I64
 from ...core.tree import ChainTree, TopDownResult
 from ..base import Scan
 from . import compile as _compile
@@ -31,8 +30,6 @@ from .sql import run
 from .write import begin_transaction, write_release
 
 __all__ = ["DuckDBEngine"]
-
-I64 = npt.NDArray[np.int64]
 
 
 class DuckDBEngine:

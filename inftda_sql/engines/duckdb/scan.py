@@ -15,9 +15,9 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import numpy.typing as npt
 
 from ..._errors import DomainError, InputDataError, InternalError, SpecError
+from ...core.arrays import I64
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
@@ -26,8 +26,6 @@ from .catalog import Source, join_type
 from .sql import arrow, rows, run, scalar
 
 __all__ = ["level_counts", "scan"]
-
-I64 = npt.NDArray[np.int64]
 
 
 def scan(
