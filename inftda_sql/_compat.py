@@ -38,7 +38,8 @@ def _parse(version: str) -> tuple[int, int, int]:
     if m is None:
         raise SpecError(
             f"storage_version must be a DuckDB version such as 'v1.0.0' (readable by DuckDB 1.0 "
-            f"and later) or 'latest', got {version!r}"
+            f"and later) or 'latest', got {version!r}",
+            param="storage_version",
         )
     return int(m[1]), int(m[2]), int(m[3])
 
@@ -133,7 +134,8 @@ def connect(
     if storage_version is not None and storage_version != "latest":
         if not isinstance(storage_version, str):
             raise SpecError(
-                f"storage_version must be a string such as 'v1.0.0', got {storage_version!r}"
+                f"storage_version must be a string such as 'v1.0.0', got {storage_version!r}",
+                param="storage_version",
             )
         wanted = _parse(storage_version)
     name = os.fspath(path)
@@ -151,7 +153,8 @@ def connect(
         if "not a known DuckDB version" in message:
             raise SpecError(
                 f"storage_version {storage_version!r} is not a DuckDB version this DuckDB "
-                f"({duckdb.__version__}) knows; use e.g. 'v1.0.0' or 'latest'"
+                f"({duckdb.__version__}) knows; use e.g. 'v1.0.0' or 'latest'",
+                param="storage_version",
             ) from None
         if "different configuration" in message:
             raise InputDataError(

@@ -33,7 +33,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from ._errors import DomainError, SpecError
+from ._errors import Arg, DomainError, SpecError
 from ._request import normalise_domains
 from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account
@@ -311,22 +311,33 @@ def plan(
         True
     """
     if shape is not None and con is not None:
-        raise SpecError("pass shape= or con= with hierarchy= and domain=, not both")
+        raise SpecError(
+            "pass shape= or con= with ", Arg("hierarchy"), " and ", Arg("domain"), ", not both"
+        )
     if shape is None:
         if con is None or hierarchy is None or domain is None:
-            raise SpecError("plan needs shape=[nodes per level] or con=, hierarchy= and domain=")
+            raise SpecError(
+                "plan needs shape=[nodes per level] or con=, ",
+                Arg("hierarchy"),
+                " and ",
+                Arg("domain"),
+            )
         names, nodes = _domain_shape(con, hierarchy, domain, tree)
     else:
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence) or not shape:
-            raise SpecError(f"shape must list the number of nodes per level, got {shape!r}")
+            raise SpecError(
+                f"shape must list the number of nodes per level, got {shape!r}", param="shape"
+            )
         nodes = []
         for n in shape:
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-                raise SpecError(f"shape entries must be positive integers, got {n!r}")
+                raise SpecError(
+                    f"shape entries must be positive integers, got {n!r}", param="shape"
+                )
             nodes.append(int(n))
         names = [f"level {i}" for i in range(1, len(nodes) + 1)]
     if not (0 < beta < 1):
-        raise SpecError(f"beta must be in (0, 1), got {beta!r}")
+        raise SpecError(f"beta must be in (0, 1), got {beta!r}", param="beta")
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
     base = account(budget, names, privacy=privacy, contribution=contribution, distinct=distinct)
     root_noised = base.level_names[0] == "root"
@@ -336,7 +347,7 @@ def plan(
     weights: Sequence[float] | None
     if isinstance(split, str):
         if split != "optimal":
-            raise SpecError(f"split must be weights or 'optimal', got {split!r}")
+            raise SpecError(f"split must be weights or 'optimal', got {split!r}", param="split")
         targets = _targets(target_levels, names, root_noised)
         weights = (
             list(_optimal_split(sens, tfac, budget.rho, root_noised, targets))
@@ -345,7 +356,9 @@ def plan(
         )
     else:
         if target_levels is not None:
-            raise SpecError("target_levels= goes with split='optimal'")
+            raise SpecError(
+                Arg("target_levels"), " goes with ", Arg("split", "optimal"), param="target_levels"
+            )
         weights = split
     acct = account(
         budget, names, privacy=privacy, contribution=contribution, distinct=distinct, split=weights
@@ -390,10 +403,16 @@ def _targets(
     for t in target_levels:
         if isinstance(t, str):
             if t not in names:
-                raise SpecError(f"target level {t!r} is not a level; levels: {', '.join(names)}")
+                raise SpecError(
+                    f"target level {t!r} is not a level; levels: {', '.join(names)}",
+                    param="target_levels",
+                )
             out.append(names.index(t) + off)
         elif isinstance(t, (int, np.integer)) and 1 <= t <= len(names):
             out.append(int(t) - 1 + off)
         else:
-            raise SpecError(f"target level {t!r} must be a level name or 1..{len(names)}")
+            raise SpecError(
+                f"target level {t!r} must be a level name or 1..{len(names)}",
+                param="target_levels",
+            )
     return out

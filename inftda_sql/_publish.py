@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION
-from ._errors import InftdaError, OutputExistsError, SpecError
+from ._errors import Arg, InftdaError, OutputExistsError, SpecError
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import object_kind
@@ -59,12 +59,16 @@ def publish(
     """
     if not isinstance(output, str) or object_kind(con, output) != "table":
         raise SpecError(
-            f"{output!r} is not a table of this database; pass the output= of a release"
+            f"{output!r} is not a table of this database; pass the ",
+            Arg("output"),
+            " of a release",
+            param="output",
         )
     found = read_releases(con, output=output, latest=True)
     if not found:
         raise SpecError(
-            f"{output!r} has no ledger row: publish() copies tables written by release()"
+            f"{output!r} has no ledger row: publish() copies tables written by release()",
+            param="output",
         )
     record = found[0]
     if record.non_private and not allow_non_private:
@@ -75,13 +79,24 @@ def publish(
         )
     for t in public_tables:
         if object_kind(con, t) is None:
-            raise SpecError(f"public table {t!r} is not a table or view of this database")
+            raise SpecError(
+                f"public table {t!r} is not a table or view of this database",
+                param="public_tables",
+            )
         if t.lower() == record.input_table.lower():
-            raise InftdaError(f"{t!r} is the private input of this release; it cannot be published")
+            raise InftdaError(
+                f"{t!r} is the private input of this release; it cannot be published",
+                param="public_tables",
+            )
     target = Path(os.fspath(path))
     if target.exists():
         if not overwrite:
-            raise OutputExistsError(f"{str(target)!r} exists; pass overwrite=True or another path")
+            raise OutputExistsError(
+                f"{str(target)!r} exists; pass ",
+                Arg("overwrite", True),
+                " or another path",
+                param="path",
+            )
         target.unlink()
         Path(str(target) + ".wal").unlink(missing_ok=True)
     public = record.public()

@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._errors import DomainError, SpecError
+from ._errors import Arg, DomainError, Part, SpecError, Spelling
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
@@ -21,19 +21,23 @@ from .mechanisms import get as get_mechanism
 
 __all__ = ["ReleaseRequest", "check_int", "normalise_domains"]
 
-NO_DOMAIN = (
+NO_DOMAIN: tuple[Part, ...] = (
     "no domain given: the categories of every hierarchy column must come from a PUBLIC "
     "list (a geography table, declared categories), otherwise which cells exist leaks "
-    "the private data. Pass domain='geo' (a table with the hierarchy columns) or "
-    "domain={'sex': ['F', 'M']}; or opt in to domain_from_data=True, which takes them "
-    "from the data and records the release as NOT private"
+    "the private data. Pass ",
+    Arg("domain", "geo"),
+    " (a table with the hierarchy columns)",
+    Spelling(python=(" or ", Arg("domain", {"sex": ["F", "M"]})), cli=()),  # no flag for it
+    "; or opt in to ",
+    Arg("domain_from_data", True),
+    ", which takes them from the data and records the release as NOT private",
 )
 
 
 def check_int(name: str, value: object, minimum: int) -> int:
     """``value`` as an int ``>= minimum``, or a SpecError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
     return int(value)
 
 
@@ -46,8 +50,13 @@ def normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
         return [domain]
     if not isinstance(domain, (list, tuple)) or len(domain) != n:
         raise DomainError(
-            f"the hierarchy has {n} chains, so domain must be a list of {n} domains (one per "
-            f"chain, columns named as the chain), got {domain!r}"
+            f"the hierarchy has {n} chains, so ",
+            Spelling(
+                python=f"domain must be a list of {n} domains",
+                cli=(Arg("domain"), f" must be given {n} times"),
+            ),
+            f" (one per chain, columns named as the chain), got {domain!r}",
+            param="domain",
         )
     return list(domain)
 
@@ -128,17 +137,28 @@ class ReleaseRequest:
         )
         source = as_source(seed)
         if domain is None and not domain_from_data:
-            raise DomainError(NO_DOMAIN)
+            raise DomainError(*NO_DOMAIN, param="domain")
         if domain is not None and domain_from_data:
-            raise DomainError("pass domain= or domain_from_data=True, not both")
+            raise DomainError(
+                "pass ",
+                Arg("domain"),
+                " or ",
+                Arg("domain_from_data", True),
+                ", not both",
+                param="domain",
+            )
         if output is None:
             if not isinstance(table, str):
-                raise SpecError("output= is required when the input is a relation")
+                raise SpecError(
+                    Arg("output"), " is required when the input is a relation", param="output"
+                )
             output = f"{table}_private"
         if not isinstance(output, str) or not output or len(output.split(".")) > 2:
-            raise SpecError(f"output must be a table name, got {output!r}")
+            raise SpecError(f"output must be a table name, got {output!r}", param="output")
         if isinstance(table, str) and output.lower() == table.lower():
-            raise SpecError(f"output {output!r} is the input table; choose another name")
+            raise SpecError(
+                f"output {output!r} is the input table; choose another name", param="output"
+            )
         return cls(
             table=table,
             spec=spec,

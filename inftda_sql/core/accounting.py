@@ -46,7 +46,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from .._errors import BudgetError, BudgetExceededError, SpecError
+from .._errors import (
+    Arg,
+    BudgetError,
+    BudgetExceededError,
+    Code,
+    Func,
+    InftdaError,
+    InftdaWarning,
+    SpecError,
+)
 
 __all__ = [
     "CONVERSIONS",
@@ -97,16 +106,21 @@ _U_MAX = 700.0
 # validation helpers
 
 
-def _number(name: str, value: object, error: type[Exception] = BudgetError) -> float:
+def _number(name: str, value: object, error: type[InftdaError] = BudgetError) -> float:
     """Return ``value`` as a float, rejecting bools, non-numbers and NaN."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise error(
             f"{name} must be a number, got {value!r} ({type(value).__name__}); "
-            f"pass a float such as {name}=1.0"
+            "pass a float such as ",
+            Arg(name, 1.0) if name.isidentifier() else f"{name}=1.0",
+            param=name if name.isidentifier() else None,
         )
     number = float(value)
     if math.isnan(number):
-        raise error(f"{name} must be a number, got NaN; pass a finite positive float")
+        raise error(
+            f"{name} must be a number, got NaN; pass a finite positive float",
+            param=name if name.isidentifier() else None,
+        )
     return number
 
 
@@ -115,7 +129,9 @@ def _check_conversion(conversion: object) -> Conversion:
         return "tight"
     if conversion == "simple":
         return "simple"
-    raise BudgetError(f"conversion must be 'tight' or 'simple', got {conversion!r}")
+    raise BudgetError(
+        f"conversion must be 'tight' or 'simple', got {conversion!r}", param="conversion"
+    )
 
 
 def _check_delta(delta: object, name: str = "delta") -> float:
@@ -123,7 +139,9 @@ def _check_delta(delta: object, name: str = "delta") -> float:
     if not 0.0 < value < 1.0:
         raise BudgetError(
             f"{name} must be strictly between 0 and 1, got {delta!r}; "
-            f"use a value far below 1/N, e.g. {name}=1e-8"
+            "use a value far below 1/N, e.g. ",
+            Arg(name, Code("1e-8")),
+            param=name,
         )
     return value
 
@@ -131,7 +149,10 @@ def _check_delta(delta: object, name: str = "delta") -> float:
 def _check_nonneg(name: str, value: object) -> float:
     number = _number(name, value)
     if number < 0.0:
-        raise BudgetError(f"{name} must be non-negative, got {value!r}")
+        raise BudgetError(
+            f"{name} must be non-negative, got {value!r}",
+            param=name if name.isidentifier() else None,
+        )
     return number
 
 
@@ -431,20 +452,27 @@ class Budget:
         if self.given not in ("rho", "epsilon_delta"):
             raise BudgetError(f"given must be 'rho' or 'epsilon_delta', got {self.given!r}")
         if rho <= 0.0:
-            raise BudgetError(f"rho must be positive, got {self.rho!r}")
+            raise BudgetError(f"rho must be positive, got {self.rho!r}", param="rho")
         if epsilon < 0.0:
-            raise BudgetError(f"epsilon must be non-negative, got {self.epsilon!r}")
+            raise BudgetError(
+                f"epsilon must be non-negative, got {self.epsilon!r}", param="epsilon"
+            )
         if math.isinf(rho) != math.isinf(epsilon):
             raise BudgetError(
-                f"rho={self.rho!r} and epsilon={self.epsilon!r} are inconsistent: exactly one "
-                "is infinite; build budgets with Budget.from_args"
+                Arg("rho", self.rho, "!r"),
+                " and ",
+                Arg("epsilon", self.epsilon, "!r"),
+                " are inconsistent: exactly one is infinite; build budgets with Budget.from_args",
             )
         # The guarantee reported must hold: rho-zCDP => (epsilon, delta)-DP.
         if not math.isinf(rho) and rho_to_delta(rho, epsilon, conversion) > delta * (1 + 1e-9):
             raise BudgetError(
-                f"rho={self.rho!r} does not imply (epsilon={self.epsilon!r}, "
-                f"delta={self.delta!r})-DP under the {conversion} conversion; "
-                "build budgets with Budget.from_args"
+                Arg("rho", self.rho, "!r"),
+                " does not imply (",
+                Arg("epsilon", self.epsilon, "!r"),
+                ", ",
+                Arg("delta", self.delta, "!r"),
+                f")-DP under the {conversion} conversion; build budgets with Budget.from_args",
             )
         for name, value in (("rho", rho), ("epsilon", epsilon), ("delta", delta)):
             object.__setattr__(self, name, value)
@@ -486,20 +514,33 @@ class Budget:
         conv = _check_conversion(conversion)
         if rho is not None and epsilon is not None:
             raise BudgetError(
-                f"got rho={rho!r} and epsilon={epsilon!r}: "
-                "pass epsilon (with delta) or rho, not both"
+                "got ",
+                Arg("rho", rho, "!r"),
+                " and ",
+                Arg("epsilon", epsilon, "!r"),
+                ": pass epsilon (with delta) or rho, not both",
             )
         if rho is None and epsilon is None:
             raise BudgetError(
-                "no privacy budget given: pass rho=... (zCDP), or epsilon=... with delta=..."
-                + (f" (got only delta={delta!r})" if delta is not None else "")
+                "no privacy budget given: pass ",
+                Arg("rho", ...),
+                " (zCDP), or ",
+                Arg("epsilon", ...),
+                " with ",
+                Arg("delta", ...),
+                *((" (got only ", Arg("delta", delta, "!r"), ")") if delta is not None else ()),
+                param="rho",
             )
         if rho is not None:
             r = _number("rho", rho)
             if r <= 0.0:
                 raise BudgetError(
-                    f"rho must be positive, got {rho!r}; pass e.g. rho=0.5, "
-                    "or rho=float('inf') for exact (non-private) counts"
+                    f"rho must be positive, got {rho!r}; pass e.g. ",
+                    Arg("rho", 0.5),
+                    ", or ",
+                    Arg("rho", math.inf),
+                    " for exact (non-private) counts",
+                    param="rho",
                 )
             d = DEFAULT_REPORT_DELTA if delta is None else _check_delta(delta)
             e = rho_to_epsilon(r, d, conv)
@@ -508,22 +549,40 @@ class Budget:
             e = _number("epsilon", epsilon)
             if e <= 0.0:
                 raise BudgetError(
-                    f"epsilon must be positive, got {epsilon!r}; pass e.g. epsilon=1.0 with "
-                    "delta=1e-8, or epsilon=float('inf') for exact (non-private) counts"
+                    f"epsilon must be positive, got {epsilon!r}; pass e.g. ",
+                    Arg("epsilon", 1.0),
+                    " with ",
+                    Arg("delta", Code("1e-8")),
+                    ", or ",
+                    Arg("epsilon", math.inf),
+                    " for exact (non-private) counts",
+                    param="epsilon",
                 )
             if delta is None:
                 raise BudgetError(
-                    f"epsilon={epsilon!r} needs a delta: pass delta=... as well "
-                    "(far below 1/N, e.g. delta=1e-8), or pass rho=... instead"
+                    Arg("epsilon", epsilon, "!r"),
+                    " needs a delta: pass ",
+                    Arg("delta", ...),
+                    " as well (far below 1/N, e.g. ",
+                    Arg("delta", Code("1e-8")),
+                    "), or pass ",
+                    Arg("rho", ...),
+                    " instead",
+                    param="delta",
                 )
             d = _check_delta(delta)
             r = epsilon_to_rho(e, d, conv)
             budget = cls(rho=r, epsilon=e, delta=d, conversion=conv, given="epsilon_delta")
         if math.isfinite(budget.epsilon) and budget.epsilon > EPSILON_WARN_THRESHOLD:
             warnings.warn(
-                f"epsilon={budget.epsilon:.6g} (at delta={budget.delta:g}) is above "
-                f"{EPSILON_WARN_THRESHOLD:g}: such a release protects individuals very little",
-                UserWarning,
+                InftdaWarning(
+                    Arg("epsilon", budget.epsilon, ".6g"),
+                    " (at ",
+                    Arg("delta", budget.delta, "g"),
+                    f") is above {EPSILON_WARN_THRESHOLD:g}: such a release protects "
+                    "individuals very little",
+                    param="epsilon",
+                ),
                 stacklevel=2,
             )
         return budget
@@ -573,20 +632,21 @@ def check_privacy(privacy: object) -> PrivacyModel:
         return "unbounded"
     raise SpecError(
         f"privacy must be 'bounded' (replace one unit, total public) or 'unbounded' "
-        f"(add/remove one unit), got {privacy!r}"
+        f"(add/remove one unit), got {privacy!r}",
+        param="privacy",
     )
 
 
 def _check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
-        raise SpecError(f"{name} must be a positive integer, got {value!r}")
+        raise SpecError(f"{name} must be a positive integer, got {value!r}", param=name)
     return int(value)
 
 
 def check_distinct(distinct: object) -> bool:
     """``distinct=`` must be a bool."""
     if not isinstance(distinct, bool):
-        raise SpecError(f"distinct must be True or False, got {distinct!r}")
+        raise SpecError(f"distinct must be True or False, got {distinct!r}", param="distinct")
     return distinct
 
 
@@ -673,7 +733,7 @@ def split_rho(
     """
     r = _number("rho", rho)
     if r <= 0.0:
-        raise BudgetError(f"rho must be positive, got {rho!r}")
+        raise BudgetError(f"rho must be positive, got {rho!r}", param="rho")
     n = _check_positive_int("n_noised_levels", n_noised_levels)
     if weights is None:
         w = [1.0] * n
@@ -682,13 +742,15 @@ def split_rho(
         if len(given) != n:
             raise BudgetError(
                 f"got {len(given)} split weights {given!r} for {n} noised levels; "
-                "pass one weight per noised level"
+                "pass one weight per noised level",
+                param="split",
             )
         w = [_number(f"split weight {i}", x) for i, x in enumerate(given)]
         for i, x in enumerate(w):
             if not (x > 0.0 and math.isfinite(x)):
                 raise BudgetError(
-                    f"split weights must be positive and finite, got {given[i]!r} at position {i}"
+                    f"split weights must be positive and finite, got {given[i]!r} at position {i}",
+                    param="split",
                 )
     if math.isinf(r):
         return (math.inf,) * n
@@ -700,7 +762,9 @@ def split_rho(
     parts.append(last)
     if min(parts) <= 0.0:
         raise BudgetError(
-            f"split weights {weights!r} leave a level with no budget; make the weights less extreme"
+            f"split weights {weights!r} leave a level with no budget; make the weights less "
+            "extreme",
+            param="split",
         )
     return tuple(parts)
 
@@ -765,7 +829,8 @@ class Accounting:
             return
         if zcdp_compose(self.level_rho) > self.budget.rho * (1.0 + 1e-12):
             raise BudgetError(
-                f"the level budgets {self.level_rho!r} sum to more than rho={self.budget.rho!r}"
+                f"the level budgets {self.level_rho!r} sum to more than ",
+                Arg("rho", self.budget.rho, "!r"),
             )
         for name, d, r, s in zip(
             self.level_names, self.level_sensitivity, self.level_rho, self.level_sigma, strict=True
@@ -1113,7 +1178,7 @@ def stability_histogram(
     """
     eps = _number("epsilon", epsilon)
     if not eps > 0.0:
-        raise BudgetError(f"epsilon must be positive, got {epsilon!r}")
+        raise BudgetError(f"epsilon must be positive, got {epsilon!r}", param="epsilon")
     d = _check_delta(delta)
     model = check_privacy(privacy)
     m = _check_positive_int("contribution", contribution)
@@ -1189,9 +1254,11 @@ def budget_verdict(
         if override:
             return "budget override: (epsilon, delta)-DP release on a zCDP-budgeted input"
         raise BudgetExceededError(
-            f"{table!r} has a zCDP budget (rho={budget.rho:.6g}) and this mechanism gives "
-            "(epsilon, delta)-DP, which does not add up in rho; pass budget_override=True to "
-            "release anyway (recorded in the ledger) or use a zCDP mechanism"
+            f"{table!r} has a zCDP budget (",
+            Arg("rho", budget.rho, ".6g"),
+            ") and this mechanism gives (epsilon, delta)-DP, which does not add up in rho; pass ",
+            Arg("budget_override", True),
+            " to release anyway (recorded in the ledger) or use a zCDP mechanism",
         )
     if requested.rho <= remaining * (1 + 1e-12) + 1e-15:
         return None
@@ -1204,11 +1271,24 @@ def budget_verdict(
         rho_to_epsilon(remaining, budget.delta, budget.conversion) if remaining > 0 else 0.0
     )
     raise BudgetExceededError(
-        f"this release of {table!r} would spend rho={requested.rho:.6g} "
-        f"(epsilon={requested.epsilon:.4g} at delta={requested.delta:.3g}), but only "
-        f"rho={max(remaining, 0.0):.6g} (epsilon={eps_remaining:.4g} at delta="
-        f"{budget.delta:.3g}) remains of its budget rho={budget.rho:.6g} after {n_releases} "
-        f"release(s); requested - remaining = {requested.rho - remaining:.6g}. Spend less, "
-        "raise the budget with set_budget(), or pass budget_override=True (recorded in the "
-        "ledger)"
+        f"this release of {table!r} would spend ",
+        Arg("rho", requested.rho, ".6g"),
+        " (",
+        Arg("epsilon", requested.epsilon, ".4g"),
+        " at ",
+        Arg("delta", requested.delta, ".3g"),
+        "), but only ",
+        Arg("rho", max(remaining, 0.0), ".6g"),
+        " (",
+        Arg("epsilon", eps_remaining, ".4g"),
+        " at ",
+        Arg("delta", budget.delta, ".3g"),
+        ") remains of its budget ",
+        Arg("rho", budget.rho, ".6g"),
+        f" after {n_releases} release(s); requested - remaining = "
+        f"{requested.rho - remaining:.6g}. Spend less, raise the budget with ",
+        Func("set_budget", command="budget"),
+        ", or pass ",
+        Arg("budget_override", True),
+        " (recorded in the ledger)",
     )

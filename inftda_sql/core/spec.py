@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._errors import SpecError
+from .._errors import Arg, Placeholder, SpecError
 
 __all__ = ["OUTPUT_COUNT_COLUMN", "TREE_KINDS", "TreeSpec", "parse_hierarchy"]
 
@@ -76,18 +76,24 @@ class TreeSpec:
 def _as_chain(item: object, position: str) -> tuple[str, ...]:
     if isinstance(item, str) or not isinstance(item, Sequence):
         raise SpecError(
-            f"hierarchy {position} must be a list of column names, got {item!r}; "
-            "write hierarchy=['region', 'province'] for one chain or "
-            "hierarchy=[['o_region', 'o_mun'], ['d_region', 'd_mun']] for several"
+            f"hierarchy {position} must be a list of column names, got {item!r}; write ",
+            Arg("hierarchy", ["region", "province"]),
+            " for one chain or ",
+            Arg("hierarchy", [["o_region", "o_mun"], ["d_region", "d_mun"]]),
+            " for several",
+            param="hierarchy",
         )
     chain = tuple(item)
     if not chain:
-        raise SpecError(f"hierarchy {position} is empty; list its columns coarse to fine")
+        raise SpecError(
+            f"hierarchy {position} is empty; list its columns coarse to fine", param="hierarchy"
+        )
     for col in chain:
         if not isinstance(col, str) or not col:
             raise SpecError(
                 f"hierarchy {position} has {col!r}, which is not a column name; "
-                "columns are given as non-empty strings"
+                "columns are given as non-empty strings",
+                param="hierarchy",
             )
     return chain
 
@@ -115,12 +121,14 @@ def parse_hierarchy(hierarchy: object, tree: str | None = None) -> TreeSpec:
     """
     if isinstance(hierarchy, str):
         raise SpecError(
-            f"hierarchy must be a list of columns, got the string {hierarchy!r}; write "
-            f"hierarchy={[c.strip() for c in hierarchy.split(',') if c.strip()]!r}"
+            f"hierarchy must be a list of columns, got the string {hierarchy!r}; write ",
+            Arg("hierarchy", [c.strip() for c in hierarchy.split(",") if c.strip()]),
+            param="hierarchy",
         )
     if not isinstance(hierarchy, Sequence) or not hierarchy:
         raise SpecError(
-            f"hierarchy must be a non-empty list of columns (coarse to fine), got {hierarchy!r}"
+            f"hierarchy must be a non-empty list of columns (coarse to fine), got {hierarchy!r}",
+            param="hierarchy",
         )
     items = list(hierarchy)
     if all(isinstance(x, str) for x in items):
@@ -130,7 +138,8 @@ def parse_hierarchy(hierarchy: object, tree: str | None = None) -> TreeSpec:
     else:
         raise SpecError(
             f"hierarchy mixes column names and lists: {hierarchy!r}; give either one chain "
-            "['region', 'province'] or a list of chains [['o_region'], ['d_region']]"
+            "['region', 'province'] or a list of chains [['o_region'], ['d_region']]",
+            param="hierarchy",
         )
 
     seen: dict[str, int] = {}
@@ -141,28 +150,40 @@ def parse_hierarchy(hierarchy: object, tree: str | None = None) -> TreeSpec:
                 where = "twice in the same chain" if seen[key] == i else "in two chains"
                 raise SpecError(
                     f"column {col!r} appears {where}; every hierarchy column must be distinct "
-                    "(an O/D table names its sides apart, e.g. o_region and d_region)"
+                    "(an O/D table names its sides apart, e.g. o_region and d_region)",
+                    param="hierarchy",
                 )
             seen[key] = i
     if OUTPUT_COUNT_COLUMN in seen:
         raise SpecError(
             f"a hierarchy column is named {OUTPUT_COUNT_COLUMN!r}, the name of the output's count "
-            "column; rename it in a view first"
+            "column; rename it in a view first",
+            param="hierarchy",
         )
 
     if tree is None:
         tree = "chain" if len(chains) == 1 else "sequential"
     if tree not in TREE_KINDS:
-        raise SpecError(f"tree must be one of {', '.join(TREE_KINDS)}; got {tree!r}")
+        raise SpecError(f"tree must be one of {', '.join(TREE_KINDS)}; got {tree!r}", param="tree")
     if tree == "chain" and len(chains) != 1:
         raise SpecError(
-            f"tree='chain' takes one chain, got {len(chains)}; use tree='sequential' "
-            "(chains refined in order) or tree='destination'/'origin' for two O/D chains"
+            Arg("tree", "chain"),
+            f" takes one chain, got {len(chains)}; use ",
+            Arg("tree", "sequential"),
+            " (chains refined in order) or ",
+            Arg("tree", "destination"),
+            "/'origin' for two O/D chains",
+            param="tree",
         )
     if tree in ("destination", "origin") and len(chains) != 2:
         raise SpecError(
-            f"tree={tree!r} interleaves exactly two chains (origin, destination), got "
-            f"{len(chains)}; pass hierarchy=[[origin columns...], [destination columns...]]"
+            Arg("tree", tree),
+            f" interleaves exactly two chains (origin, destination), got {len(chains)}; pass ",
+            Arg(
+                "hierarchy",
+                [[Placeholder("origin columns")], [Placeholder("destination columns")]],
+            ),
+            param="hierarchy",
         )
 
     k = len(chains)

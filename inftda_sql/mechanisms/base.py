@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._errors import SpecError
+from .._errors import Arg, SpecError
 from ..core.accounting import Accounting, Budget, account
 from ..core.arrays import I64
 from ..core.rng import RandomSource
@@ -166,6 +166,12 @@ class Mechanism:
         if self.full_domain is not None and n > max_cells:
             raise SpecError(
                 f"mechanism {self.name!r} noises every cell of the full domain: {n:,} {what} "
-                f"exceed max_cells={max_cells:,}; raise max_cells= or use mechanism='inftda'"
+                "exceed ",
+                Arg("max_cells", max_cells, ","),
+                "; raise ",
+                Arg("max_cells"),
+                " or use ",
+                Arg("mechanism", "inftda"),
+                param="max_cells",
             )
         return cells

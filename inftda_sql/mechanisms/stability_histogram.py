@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import BudgetError
+from .._errors import Arg, BudgetError
 from ..core.accounting import Accounting, Budget, stability_histogram
 from ..core.noise import sample_discrete_laplace
 from ..core.tree import TopDownResult
@@ -30,7 +30,13 @@ def require_epsilon_delta(budget: Budget) -> None:
     if budget.given != "epsilon_delta":
         raise BudgetError(
             "mechanism 'stability_histogram' is (epsilon, delta)-DP, not zCDP: its threshold "
-            f"is set for a delta; pass epsilon= and delta= instead of rho={budget.rho!r}"
+            "is set for a delta; pass ",
+            Arg("epsilon"),
+            " and ",
+            Arg("delta"),
+            " instead of ",
+            Arg("rho", budget.rho, "!r"),
+            param="rho",
         )
 
 

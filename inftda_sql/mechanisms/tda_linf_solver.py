@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InternalError, SpecError
+from .._errors import Arg, InternalError, SpecError
 from ..core.accounting import Budget
 from ..core.arrays import I64
 from ..core.tree import TopDownResult
@@ -40,8 +40,10 @@ def require_solver() -> tuple[Any, Any]:
     except ImportError as exc:
         raise SpecError(
             "mechanism 'tda_linf_solver' needs scipy (scipy.optimize.milp with HiGHS), which is "
-            f"not installed: {SOLVER_HINT}, or use mechanism='inftda' (the same problem solved "
-            "by IntOpt, no solver needed)"
+            f"not installed: {SOLVER_HINT}, or use ",
+            Arg("mechanism", "inftda"),
+            " (the same problem solved by IntOpt, no solver needed)",
+            param="mechanism",
         ) from exc
     return optimize, sparse
 

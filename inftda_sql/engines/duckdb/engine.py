@@ -8,7 +8,7 @@ from types import TracebackType
 
 import duckdb
 
-from ..._errors import DomainError, OutputExistsError, SpecError
+from ..._errors import Arg, DomainError, OutputExistsError, SpecError
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.tree import ChainTree, TopDownResult
@@ -75,8 +75,12 @@ class DuckDBEngine:
         for name in (req.output, req.levels_view):
             if name and object_kind(self.con, name) is not None and not req.overwrite:
                 raise OutputExistsError(
-                    f"{name!r} already exists; pass overwrite=True to replace it or choose "
-                    "another output= name"
+                    f"{name!r} already exists; pass ",
+                    Arg("overwrite", True),
+                    " to replace it or choose another ",
+                    Arg("output"),
+                    " name",
+                    param="output",
                 )
         # fail fast (before any work) if the caller left a transaction open
         begin_transaction(self.con)
@@ -101,7 +105,9 @@ class DuckDBEngine:
         if req.count is not None:
             self._count, self._count_is_integer = count_column(inp, req.count)
             if req.count.lower() in {c.lower() for c in spec.columns}:
-                raise SpecError(f"count column {req.count!r} is also a hierarchy column")
+                raise SpecError(
+                    f"count column {req.count!r} is also a hierarchy column", param="count"
+                )
         for c, chain in enumerate(spec.chains):
             role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
             if req.domains is None:

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from ..._errors import DomainError, InputDataError, InternalError, SpecError
+from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
@@ -136,18 +136,23 @@ def _check_unit(
 ) -> str:
     """The privacy-unit column: present, not a hierarchy or count column, never NULL."""
     if not isinstance(unit, str) or not unit:
-        raise SpecError(f"privacy_unit must be a column name, got {unit!r}")
+        raise SpecError(f"privacy_unit must be a column name, got {unit!r}", param="privacy_unit")
     stored = inp.column(unit, "privacy unit")
     if unit.lower() in {c.lower() for c in spec.columns}:
         raise SpecError(
             f"privacy_unit {unit!r} is also a hierarchy column; name the column that "
-            "identifies a person or household"
+            "identifies a person or household",
+            param="privacy_unit",
         )
     if count is not None:
         raise SpecError(
-            "privacy_unit= bounds the records of each unit and needs one row per record, but "
-            f"count={count!r} says rows are pre-aggregated; expand them first "
-            f"(SELECT t.* EXCLUDE ({count}) FROM t, range(t.{count})) or drop privacy_unit="
+            Arg("privacy_unit"),
+            " bounds the records of each unit and needs one row per record, but ",
+            Arg("count", count, "!r"),
+            " says rows are pre-aggregated; expand them first "
+            f"(SELECT t.* EXCLUDE ({count}) FROM t, range(t.{count})) or drop ",
+            Arg("privacy_unit"),
+            param="privacy_unit",
         )
     nulls = scalar(con, _compile.unit_nulls(inp.sql, stored))
     if nulls:

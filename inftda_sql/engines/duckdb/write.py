@@ -13,7 +13,7 @@ import dataclasses
 import duckdb
 import pyarrow as pa
 
-from ..._errors import InftdaError, OutputExistsError
+from ..._errors import Arg, InftdaError, OutputExistsError
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
@@ -66,7 +66,11 @@ def write_release(
             if name and object_kind(con, name) is not None:
                 if not overwrite:
                     raise OutputExistsError(
-                        f"{name!r} already exists; pass overwrite=True or choose another output="
+                        f"{name!r} already exists; pass ",
+                        Arg("overwrite", True),
+                        " or choose another ",
+                        Arg("output"),
+                        param="output",
                     )
                 _drop(con, name)
         run(con, _compile.write_output(names, spec, qualified(output)))
