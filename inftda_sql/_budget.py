@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from ._errors import SpecError
+from ._tables import Column, text_table
 from .core.accounting import Budget
 from .engines.duckdb.catalog import object_kind
 from .engines.duckdb.ledger import (
@@ -78,6 +79,19 @@ def budget_of(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
     return stored_budget(con, table)
 
 
+_LEDGER_COLUMNS = (
+    Column("id", ">", width=4),
+    Column("created (UTC)", "<", width=16),
+    Column("input", "<", width=16, cut=16),
+    Column("output", "<", width=20, cut=20, sep=" "),
+    Column("mechanism", "<", width=19, cut=19, sep=" "),
+    Column("rho", ">", width=9, sep=" "),
+    Column("epsilon", ">", width=8, sep=" "),
+    Column("delta", ">", width=8, sep=" "),
+    Column("flags", "<"),
+)
+
+
 @dataclass(frozen=True)
 class Ledger:
     """Releases made on a database and the budget spent and remaining per input table."""
@@ -88,18 +102,21 @@ class Ledger:
     def __str__(self) -> str:
         if not self.releases and not self.inputs:
             return "no releases recorded"
-        lines = [
-            f"{'id':>4}  {'created (UTC)':16}  {'input':16} {'output':20} {'mechanism':19} "
-            f"{'rho':>9} {'epsilon':>8} {'delta':>8}  flags"
-        ]
-        for r in self.releases:
-            rho = "-" if r["rho"] is None else f"{r['rho']:.4g}"
-            lines.append(
-                f"{r['release_id']:>4}  {r['created_at']:%Y-%m-%d %H:%M}  "
-                f"{r['input_table'][:16]:16} "
-                f"{r['output_table'][:20]:20} {r['mechanism'][:19]:19} {rho:>9} "
-                f"{r['epsilon']:>8.4g} {r['delta']:>8.2g}  {'; '.join(r['non_private'])}"
+        rows = [
+            (
+                str(r["release_id"]),
+                f"{r['created_at']:%Y-%m-%d %H:%M}",
+                r["input_table"],
+                r["output_table"],
+                r["mechanism"],
+                "-" if r["rho"] is None else f"{r['rho']:.4g}",
+                f"{r['epsilon']:.4g}",
+                f"{r['delta']:.2g}",
+                "; ".join(r["non_private"]),
             )
+            for r in self.releases
+        ]
+        lines = text_table(_LEDGER_COLUMNS, rows)
         lines.append("")
         lines.append("per input (zCDP: rho adds up over releases):")
         for i in self.inputs:

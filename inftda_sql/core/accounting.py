@@ -56,6 +56,7 @@ from .._errors import (
     InftdaWarning,
     SpecError,
 )
+from .._tables import Column, html_table, text_table
 
 __all__ = [
     "CONVERSIONS",
@@ -773,6 +774,9 @@ def split_rho(
 # Accounting
 
 
+_ACCOUNTING_HEADER = ("level", "sensitivity", "rho", "sigma")
+
+
 @dataclass(frozen=True)
 class Accounting:
     """The privacy numbers of one release: per-level sensitivity, budget and noise scale.
@@ -903,29 +907,15 @@ class Accounting:
         )
 
     def __str__(self) -> str:
-        header = ("level", "sensitivity", "rho", "sigma")
-        rows = [header, *self._rows()]
-        widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        lines = [self._headline(), f"  {self._model_line()}"]
-        for row in rows:
-            lines.append(
-                "  "
-                + "   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            )
-        return "\n".join(lines)
+        columns = [Column(h, "<") for h in _ACCOUNTING_HEADER]
+        table = text_table(columns, self._rows(), sep="   ", indent="  ")
+        return "\n".join([self._headline(), f"  {self._model_line()}", *table])
 
     def _repr_html_(self) -> str:
         esc = html.escape
         style = ' style="color:#b00;font-weight:bold"' if self.non_private else ""
-        cells = "".join(
-            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in self._rows()
-        )
-        return (
-            f"<div><p{style}>{esc(self._headline())}</p>"
-            f"<p>{esc(self._model_line())}</p>"
-            "<table><thead><tr><th>level</th><th>sensitivity</th><th>rho</th>"
-            f"<th>sigma</th></tr></thead><tbody>{cells}</tbody></table></div>"
-        )
+        before = f"<p{style}>{esc(self._headline())}</p><p>{esc(self._model_line())}</p>"
+        return f"<div>{html_table(_ACCOUNTING_HEADER, self._rows(), before=before)}</div>"
 
 
 def account(
