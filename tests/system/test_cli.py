@@ -18,9 +18,11 @@ import duckdb
 import pytest
 
 import inftda_sql
-from inftda_sql import _cli
-from inftda_sql._cli import _Progress, cli_spelling, main
 from inftda_sql._compat import storage_version
+from inftda_sql._errors import Arg, Code, Func, InftdaError, Part, Spelling
+from inftda_sql.cli import commands as _cli
+from inftda_sql.cli import main
+from inftda_sql.cli.console import Progress as _Progress
 from inftda_sql.core.tree import LevelStats
 from tests.system.helpers import make_geo, make_persons
 
@@ -111,35 +113,78 @@ def test_usage_errors_exit_2_with_one_line(
 
 
 def test_cli_spelling() -> None:
-    cases = {
-        "pass overwrite=True to replace it or choose another output= name": (
-            "pass --overwrite to replace it or choose another --output name"
+    """Library messages are built from parts; the command line renders them as flags."""
+    cases: list[tuple[tuple[Part, ...], str, str]] = [
+        (
+            ("pass ", Arg("overwrite", True), " to replace it or choose another ", Arg("output"),
+             " name"),
+            "pass overwrite=True to replace it or choose another output= name",
+            "pass --overwrite to replace it or choose another --output name",
         ),
-        "Pass domain='geo' (a table) or domain={'sex': ['F', 'M']}; or domain_from_data=True": (
-            "Pass --domain geo (a table); or --domain-from-data"
+        (
+            ("Pass ", Arg("domain", "geo"), " (a table)",
+             Spelling(python=(" or ", Arg("domain", {"sex": ["F", "M"]})), cli=()), "; or ",
+             Arg("domain_from_data", True)),
+            "Pass domain='geo' (a table) or domain={'sex': ['F', 'M']}; or domain_from_data=True",
+            "Pass --domain geo (a table); or --domain-from-data",
         ),
-        "pass hierarchy=[['o_reg', 'o_mun'], ['d_reg', 'd_mun']]": (
-            "pass --hierarchy o_reg,o_mun --hierarchy d_reg,d_mun"
+        (
+            ("pass ", Arg("hierarchy", [["o_reg", "o_mun"], ["d_reg", "d_mun"]])),
+            "pass hierarchy=[['o_reg', 'o_mun'], ['d_reg', 'd_mun']]",
+            "pass --hierarchy o_reg,o_mun --hierarchy d_reg,d_mun",
         ),
-        "write hierarchy=['region', 'province']": "write --hierarchy region,province",
-        "e.g. epsilon=1.0 with delta=1e-8, or epsilon=float('inf') for exact counts": (
-            "e.g. --epsilon 1.0 with --delta 1e-8, or --epsilon inf for exact counts"
+        (
+            ("write ", Arg("hierarchy", ["region", "province"])),
+            "write hierarchy=['region', 'province']",
+            "write --hierarchy region,province",
         ),
-        "pass rho=... (zCDP)": "pass --rho ... (zCDP)",
-        "levels_view=False": "--no-levels-view",
-        "tree='destination' interleaves": "--tree destination interleaves",
-        "raise the budget with set_budget(), or pass budget_override=True": (
-            "raise the budget with `inftda-sql budget`, or pass --budget-override"
+        (
+            ("e.g. ", Arg("epsilon", 1.0), " with ", Arg("delta", Code("1e-8")), ", or ",
+             Arg("epsilon", float("inf")), " for exact counts"),
+            "e.g. epsilon=1.0 with delta=1e-8, or epsilon=float('inf') for exact counts",
+            "e.g. --epsilon 1.0 with --delta 1e-8, or --epsilon inf for exact counts",
         ),
-        "so domain must be a list of 2 domains": "so --domain must be given 2 times",
-        # values of the data are left alone
-        "input path (region='South', mun='n1a') is not in the domain": (
-            "input path (region='South', mun='n1a') is not in the domain"
+        (("pass ", Arg("rho", ...), " (zCDP)"), "pass rho=... (zCDP)", "pass --rho ... (zCDP)"),
+        ((Arg("levels_view", False),), "levels_view=False", "--no-levels-view"),
+        (
+            (Arg("tree", "destination"), " interleaves"),
+            "tree='destination' interleaves",
+            "--tree destination interleaves",
         ),
-        "column 'delta' not in table 't'": "column 'delta' not in table 't'",
-    }
-    for message, expected in cases.items():
-        assert cli_spelling(message) == expected
+        (
+            ("raise the budget with ", Func("set_budget", command="budget"), ", or pass ",
+             Arg("budget_override", True)),
+            "raise the budget with set_budget(), or pass budget_override=True",
+            "raise the budget with `inftda-sql budget`, or pass --budget-override",
+        ),
+        (
+            ("so ", Spelling(python="domain must be a list of 2 domains",
+                             cli=(Arg("domain"), " must be given 2 times"))),
+            "so domain must be a list of 2 domains",
+            "so --domain must be given 2 times",
+        ),
+        (
+            (Arg("epsilon", 1, "!r"), " needs a delta: pass ", Arg("delta", ...), " as well (e.g. ",
+             Arg("delta", Code("1e-8")), ")"),
+            "epsilon=1 needs a delta: pass delta=... as well (e.g. delta=1e-8)",
+            "--epsilon 1 needs a delta: pass --delta ... as well (e.g. --delta 1e-8)",
+        ),
+        # values of the data are plain text: left alone
+        (
+            ("input path (region='South', mun='n1a') is not in the domain",),
+            "input path (region='South', mun='n1a') is not in the domain",
+            "input path (region='South', mun='n1a') is not in the domain",
+        ),
+        (
+            ("column 'delta' not in table 't'",),
+            "column 'delta' not in table 't'",
+            "column 'delta' not in table 't'",
+        ),
+    ]  # fmt: skip
+    for parts, python, expected in cases:
+        err = InftdaError(*parts)
+        assert str(err) == python
+        assert err.message(cli=True) == expected
 
 
 # ---------------------------------------------------------------------------------- demo
@@ -631,8 +676,8 @@ def _read_all(fd: int, proc: subprocess.Popen[bytes]) -> bytes:
 def slow_release_argv(demo: Path) -> Iterator[list[str]]:
     """A release in a child process whose progress bar shows at once (no delay)."""
     code = (
-        "import sys; from inftda_sql import _cli; _cli._PROGRESS_DELAY = 0; "
-        "sys.exit(_cli.main(sys.argv[1:]))"
+        "import sys; from inftda_sql.cli import console, main; console.PROGRESS_DELAY = 0; "
+        "sys.exit(main(sys.argv[1:]))"
     )
     yield [sys.executable, "-c", code, "release", str(demo), "trips", *OD_FLAGS, "--rho", "1",
            "--output", "p", "--overwrite"]  # fmt: skip

@@ -23,8 +23,8 @@ import duckdb
 import pytest
 
 import inftda_sql
-from inftda_sql._cli import main
 from inftda_sql._compat import connect, storage_version
+from inftda_sql.cli import main
 from inftda_sql.synthetic import italy_like
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ import duckdb
 import pytest
 
 import inftda_sql
-from inftda_sql._cli import main
 from inftda_sql._compat import connect
+from inftda_sql.cli import main
 from tests.system.helpers import make_geo, make_od, make_persons, snapshot
 
 GEO = ["region", "province", "mun"]

@@ -1,0 +1,390 @@
+"""The commands of ``inftda-sql``: one function per command, each taking the parsed flags and
+returning the exit code.
+
+A command opens the database it names, calls the library and prints the result through
+:mod:`~inftda_sql.cli.console`. The library's modules are imported where a command runs, so a
+command needs only what it uses; an optional dependency (matplotlib for ``evaluate --plot``)
+is checked before any work, and its absence is an error that names the install command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
+from .._errors import InftdaError
+from .._release import release
+from .._version import __version__
+from ..engines.duckdb.ledger import read_releases
+from . import console
+from .parse import UsageError, chains, plan_options, release_options
+
+__all__ = ["COMMANDS", "budget", "demo", "evaluate", "ledger", "plan", "publish", "release_"]
+
+
+class Unavailable(InftdaError):
+    """A command (or an option of one) that this installation cannot run."""
+
+
+@contextlib.contextmanager
+def _installed(feature: str) -> Iterator[None]:
+    """Turn a failed import of a part of the package into an error naming ``feature``."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "inftda_sql":
+            raise
+        raise Unavailable(
+            f"{feature} is not available in this version of inftda-sql ({__version__})"
+        ) from None
+
+
+def _require_matplotlib(feature: str) -> None:
+    """Fail before any work if ``feature`` needs matplotlib and it is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise Unavailable(f"{feature} needs matplotlib: pip install 'inftda-sql[plot]'") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+
+def _open(
+    path: str, *, read_only: bool = False, storage: str | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Open an existing database file (``connect`` explains paths that are not one)."""
+    if not Path(path).exists():
+        raise InftdaError(
+            f"database file {path!r} does not exist; check the path (or run "
+            "`inftda-sql demo` to create demo.duckdb)"
+        )
+    return connect(path, read_only=read_only, storage_version=storage)
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    return con.execute(sql).fetchall()[0][0]
+
+
+def _storage_note(con: duckdb.DuckDBPyConnection, db: str) -> str | None:
+    version = storage_version(con)
+    if version is None or version.split(".")[0] in ("v0", "v1"):
+        return None
+    return (
+        f"note: {db} is in DuckDB's {version} storage format, which DuckDB 1.x clients (the "
+        "driver of SQL IDEs such as DBeaver, the Node client) cannot open; create files with "
+        f"--storage-version {COMPATIBLE_STORAGE_VERSION} (see README)"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# demo
+
+_DEMO_MARKER = "inftda_demo"
+
+
+def _is_demo_file(path: Path) -> bool:
+    """True if ``path`` is a DuckDB file an earlier demo made (safe to rebuild)."""
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            return bool(
+                con.execute(
+                    "SELECT count(*) FROM information_schema.tables WHERE table_name = $t",
+                    {"t": _DEMO_MARKER},
+                ).fetchall()[0][0]
+            )
+    except duckdb.Error:
+        return False
+
+
+def demo(args: argparse.Namespace) -> int:
+    """Build a demo database of synthetic Italy-like O/D trips and release it."""
+    from ..synthetic import italy_like
+
+    db = Path(args.db)
+    if db.exists():
+        if not (args.overwrite or _is_demo_file(db)):
+            raise InftdaError(
+                f"{str(db)!r} exists and was not made by `inftda-sql demo`; pass "
+                "--overwrite to replace it or --db to choose another file"
+            )
+        db.unlink()
+        Path(str(db) + ".wal").unlink(missing_ok=True)
+    con = connect(db, storage_version=args.storage_version)
+    try:
+        t0 = time.perf_counter()
+        data = italy_like(con, scale=args.scale, seed=args.data_seed)
+        con.execute(
+            f"CREATE TABLE {_DEMO_MARKER} AS SELECT 'made by inftda-sql demo' AS note"
+        ).fetchall()
+        print(
+            f"created {db}: geography '{data.geo}' (20 regions, "
+            f"{_scalar(con, f'SELECT count(DISTINCT province) FROM {data.geo}')} provinces, "
+            f"{_scalar(con, f'SELECT count(*) FROM {data.geo}'):,} municipalities) and "
+            f"'{data.trips}' ({data.trips_total:,} trips over {data.pairs:,} O/D pairs) "
+            f"in {time.perf_counter() - t0:.1f} s"
+        )
+        names = console.level_names(data.hierarchy, "destination")
+        with console.Progress(names, enabled=not args.quiet) as progress:
+            r = release(
+                con,
+                data.trips,
+                hierarchy=data.hierarchy,
+                domain=[data.geo_origin, data.geo_destination],
+                tree="destination",
+                epsilon=args.epsilon,
+                delta=args.delta,
+                output="trips_private",
+                progress=progress,
+            )
+        print(r)
+        o_mun, d_mun = con.execute(
+            "SELECT o_mun, d_mun FROM trips_private WHERE o_mun <> d_mun "
+            "ORDER BY count DESC, o_mun, d_mun LIMIT 1"
+        ).fetchall()[0]
+        version = storage_version(con)
+    finally:
+        con.close()
+    readable = (
+        f"storage format {version}: DuckDB {version[1:]} and later (DBeaver, the DuckDB CLI, "
+        "Node, Python) open it"
+        if version and version.split(".")[0] in ("v0", "v1")
+        else f"storage format {version}: only DuckDB {str(version)[1:]} and later open it"
+    )
+    print(f"""
+{db}: {readable}.
+Try it (duckdb {db}):
+  -- a leaf lookup: trips from municipality {o_mun} to {d_mun}
+  SELECT * FROM trips_private WHERE o_mun = {o_mun} AND d_mun = {d_mun};
+  -- a join with the geography table: the 10 largest flows with their names
+  SELECT g.name AS origin, h.name AS destination, p.count FROM trips_private p
+    JOIN geo g ON g.municipality = p.o_mun JOIN geo h ON h.municipality = p.d_mun
+    ORDER BY p.count DESC LIMIT 10;
+  -- a regional total (any level is the sum of its leaves)
+  SELECT o_region, d_region, sum(count) AS trips FROM trips_private
+    GROUP BY ALL ORDER BY trips DESC LIMIT 5;
+Then: inftda-sql evaluate {db} trips trips_private --plot errors.png --zoom zoom.png""")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# release
+
+
+def release_(args: argparse.Namespace) -> int:
+    """Release a table of a database file, with the options of flags and a TOML config."""
+    options = release_options(args)
+    con = _open(args.db, storage=args.storage_version)
+    try:
+        names = console.level_names(options["hierarchy"], options.get("tree"))
+        with console.Progress(names, enabled=not args.quiet) as progress:
+            r = release(con, args.table, progress=progress, **options)
+        note = _storage_note(con, args.db)
+    finally:
+        con.close()
+    print(r)
+    if note:
+        print(note)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# evaluate
+
+
+def _from_ledger(con: duckdb.DuckDBPyConnection, released: str) -> tuple[Any, str | None] | None:
+    """Hierarchy and tree of the latest release written to ``released``, from the ledger."""
+    found = read_releases(con, output=released, latest=True)
+    if not found:
+        return None
+    recorded = json.loads(found[0].hierarchy)["chains"]
+    return (recorded[0] if len(recorded) == 1 else recorded), found[0].tree
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Per-level error of a release against the truth; plots to PNG files."""
+    with _installed("evaluate"):
+        from .._evaluate import evaluate as evaluate_release
+    if args.plot:
+        _require_matplotlib("evaluate --plot")
+        with _installed("evaluate --plot"):
+            from .._plot import plot_evaluation
+    if args.zoom:
+        _require_matplotlib("evaluate --zoom")
+        with _installed("evaluate --zoom"):
+            from .._plot import plot_zoom
+    written: list[Path] = []
+    con = _open(args.db, read_only=True)  # evaluation never writes
+    try:
+        hierarchy: Any = chains(args.hierarchy) if args.hierarchy else None
+        tree = args.tree
+        if hierarchy is None:
+            found = _from_ledger(con, args.released)
+            if found is None:
+                raise UsageError(
+                    f"inftda-sql evaluate: --hierarchy is required ({args.released!r} is not "
+                    "the output of a release recorded in this database's ledger)"
+                )
+            hierarchy, ledger_tree = found
+            tree = tree or ledger_tree
+        kw: dict[str, Any] = {
+            "hierarchy": hierarchy,
+            "tree": tree,
+            "count": args.count,
+            "released_count": args.released_count,
+        }
+        rel = evaluate_release(con, args.truth, args.released, **kw)
+        console.emit(list(rel.columns), rel.fetchall(), args.format)
+        if args.plot:
+            written.append(
+                plot_evaluation(rel, Path(args.plot), title=args.title, label=args.label)
+            )
+        if args.zoom:
+            written.append(
+                plot_zoom(con, args.truth, args.released, Path(args.zoom), title=args.title, **kw)
+            )
+    finally:
+        con.close()
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr if args.format != "table" else sys.stdout)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# ledger and budget
+
+
+def ledger(args: argparse.Namespace) -> int:
+    """The releases recorded in a database and the budget spent per input."""
+    with _installed("ledger"):
+        from .._budget import ledger as read_ledger
+    con = _open(args.db, read_only=True)
+    try:
+        result = read_ledger(con)
+    finally:
+        con.close()
+    if args.format == "table":
+        text = str(result)
+        print(f"no releases recorded in {args.db}" if text == "no releases recorded" else text)
+        return 0
+    if args.format == "json":
+        print(
+            json.dumps(
+                {"releases": result.releases, "inputs": result.inputs}, default=str, indent=1
+            )
+        )
+        return 0
+    columns = list(result.releases[0]) if result.releases else ["release_id"]
+    console.emit(columns, [[r[c] for c in columns] for r in result.releases], "csv")
+    return 0
+
+
+def budget(args: argparse.Namespace) -> int:
+    """Store the total budget of an input table."""
+    with _installed("budget"):
+        from .._budget import ledger as read_ledger
+        from .._budget import set_budget
+    con = _open(args.db)
+    try:
+        stored = set_budget(
+            con,
+            args.table,
+            rho=args.rho,
+            epsilon=args.epsilon,
+            delta=args.delta,
+            conversion=args.conversion or "tight",
+        )
+        entry = next(
+            (i for i in read_ledger(con).inputs if i["input_table"].lower() == args.table.lower()),
+            None,
+        )
+    finally:
+        con.close()
+    print(
+        f"budget of {args.table!r}: rho={stored.rho:.6g} ~ (epsilon={stored.epsilon:.4g}, "
+        f"delta={stored.delta:.3g}) [{stored.conversion} conversion]"
+    )
+    if entry is not None:
+        print(
+            f"spent so far: rho={entry['spent_rho']:.6g} in {entry['releases']} release(s); "
+            f"remaining rho={entry['remaining_rho']:.6g}"
+        )
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# publish and plan
+
+
+def publish(args: argparse.Namespace) -> int:
+    """Copy a release, and nothing private, into a new file to share."""
+    from .._publish import publish as publish_release
+
+    # read-write only because DuckDB cannot attach a new file from a read-only connection;
+    # publish() writes nothing to the working database
+    con = _open(args.db)
+    try:
+        out = publish_release(
+            con,
+            args.output,
+            args.path,
+            public_tables=[t for t in (args.public_table or []) if t],
+            storage_version=args.storage_version,
+            overwrite=args.overwrite,
+            allow_non_private=args.allow_non_private,
+        )
+    finally:
+        con.close()
+    print(
+        f"published {args.output!r} to {out}: the released table, its levels view and its "
+        "ledger row (no input, no diagnostics); share this file, not the working database"
+    )
+    return 0
+
+
+def plan(args: argparse.Namespace) -> int:
+    """Noise and expected error per level, from a shape or a database's public domain."""
+    with _installed("plan"):
+        from .._planning import plan as make_plan
+    kw = plan_options(args)
+    if args.db is None:
+        result = make_plan(args.levels, **kw)
+    else:
+        con = _open(args.db, read_only=True)  # only the public domain is read
+        try:
+            result = make_plan(
+                con=con,
+                hierarchy=chains(args.hierarchy),
+                domain=args.domain[0] if len(args.domain) == 1 else args.domain,
+                tree=args.tree,
+                **kw,
+            )
+        finally:
+            con.close()
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=1, default=str))
+    else:
+        print(result)
+    return 0
+
+
+#: the function of each command
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": demo,
+    "release": release_,
+    "evaluate": evaluate,
+    "plan": plan,
+    "ledger": ledger,
+    "budget": budget,
+    "publish": publish,
+}

@@ -1,0 +1,350 @@
+"""The command line's grammar: the parser and its flags, the TOML config of ``release``, and
+the translation of flags into the library's keyword arguments.
+
+A malformed command line raises :class:`UsageError` (exit code 2); everything here runs before
+any file is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .._compat import COMPATIBLE_STORAGE_VERSION
+from .._errors import SpecError
+from .._version import __version__
+from ..core.spec import TREE_KINDS
+from ..mechanisms import MECHANISMS
+
+__all__ = [
+    "RELEASE_KEYS",
+    "UsageError",
+    "build_parser",
+    "chains",
+    "plan_options",
+    "read_config",
+    "release_options",
+]
+
+
+class UsageError(Exception):
+    """A malformed command line: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+# ----------------------------------------------------------------------------------------------
+# values of flags
+
+
+def chains(values: list[str]) -> list[list[str]] | list[str]:
+    """``--hierarchy`` values: one chain (a list of columns), or a list of chains.
+
+    Example:
+        >>> chains(["region,province"]), chains(["o_reg,o_mun", "d_reg,d_mun"])
+        (['region', 'province'], [['o_reg', 'o_mun'], ['d_reg', 'd_mun']])
+    """
+    found = [[c.strip() for c in v.split(",") if c.strip()] for v in values]
+    return found[0] if len(found) == 1 else found
+
+
+def _split(text: str) -> list[float] | str:
+    if text.strip() == "optimal":
+        return "optimal"
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated weights (e.g. 1,1,2) or 'optimal', got {text!r}"
+        ) from None
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated node counts per level (e.g. 20,107,7900), got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"node counts must be positive integers, got {text!r}")
+    return values
+
+
+# ----------------------------------------------------------------------------------------------
+# release: flags and the TOML config
+
+#: the keys a release config may hold: the keyword arguments of release()
+RELEASE_KEYS = frozenset({
+    "hierarchy", "domain", "tree", "rho", "epsilon", "delta", "conversion", "privacy",
+    "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
+    "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
+})  # fmt: skip
+_BUDGET_FLAGS = ("rho", "epsilon", "delta", "conversion", "privacy", "contribution", "split")
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """The release options of a TOML file (keys as :data:`RELEASE_KEYS`)."""
+    try:
+        options = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"cannot read config {path!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"config {path!r} is not valid TOML: {exc}") from None
+    unknown = set(options) - RELEASE_KEYS
+    if unknown:
+        raise SpecError(
+            f"unknown key(s) in {path!r}: {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(RELEASE_KEYS))}"
+        )
+    return options
+
+
+def release_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of release(): the config file's, overridden by the flags given."""
+    options: dict[str, Any] = read_config(args.config) if args.config else {}
+    if args.hierarchy:
+        options["hierarchy"] = chains(args.hierarchy)
+    if args.domain:
+        options["domain"] = args.domain[0] if len(args.domain) == 1 else args.domain
+    for key in (
+        *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit"
+    ):  # fmt: skip
+        value = getattr(args, key)
+        if value is not None:
+            options[key] = value
+    for key in ("overwrite", "distinct", "domain_from_data", "budget_override"):
+        if getattr(args, key):
+            options[key] = True
+    if args.no_levels_view:
+        options["levels_view"] = False
+    if "hierarchy" not in options:
+        raise UsageError(
+            "inftda-sql release: --hierarchy is required (e.g. --hierarchy region,province,mun)"
+        )
+    return options
+
+
+def plan_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of plan() but the shape or the domain, from the flags."""
+    kw: dict[str, Any] = {
+        "conversion": args.conversion or "tight",
+        "privacy": args.privacy or "bounded",
+        "contribution": 1 if args.contribution is None else args.contribution,
+        "distinct": args.distinct,
+        "beta": args.beta,
+        "simulations": args.simulations,
+        "total": args.total,
+        "seed": args.seed,
+    }
+    for key in ("rho", "epsilon", "delta", "split"):
+        value = getattr(args, key)
+        if value is not None:
+            kw[key] = value
+    if args.target_levels:
+        targets = [t.strip() for arg in args.target_levels for t in arg.split(",") if t.strip()]
+        kw["target_levels"] = [int(t) if t.isdigit() else t for t in targets]
+        kw.setdefault("split", "optimal")  # target levels only mean something to that split
+    if args.db is None:
+        if args.levels is None:
+            raise UsageError(
+                "inftda-sql plan: give --levels (nodes per level, e.g. --levels 20,107,7900) "
+                "or a database with --hierarchy and --domain"
+            )
+        if args.hierarchy or args.domain or args.tree:
+            raise UsageError(
+                "inftda-sql plan: --hierarchy, --domain and --tree need a database file"
+            )
+    else:
+        if args.levels is not None:
+            raise UsageError("inftda-sql plan: give --levels or a database, not both")
+        if not args.hierarchy or not args.domain:
+            raise UsageError(
+                "inftda-sql plan: with a database, --hierarchy and --domain are required "
+                "(e.g. plan demo.duckdb --hierarchy region,province,municipality --domain geo)"
+            )
+    return kw
+
+
+# ----------------------------------------------------------------------------------------------
+# the parser
+
+
+def _add_budget(p: argparse.ArgumentParser, *, privacy_unit: bool = False) -> None:
+    g = p.add_argument_group("privacy budget")
+    g.add_argument("--rho", type=float, help="zCDP budget (or --epsilon with --delta)")
+    g.add_argument("--epsilon", type=float)
+    g.add_argument("--delta", type=float)
+    g.add_argument("--conversion", choices=["tight", "simple"], help="rho <-> (epsilon, delta)")
+    g.add_argument("--privacy", choices=["bounded", "unbounded"], help="default bounded")
+    g.add_argument("--contribution", type=int, help="records per person (default 1)")
+    if privacy_unit:
+        g.add_argument(
+            "--privacy-unit",
+            metavar="COLUMN",
+            help="column identifying a person: each keeps at most --contribution records",
+        )
+    g.add_argument(
+        "--distinct", action="store_true", help="a person's records fall in distinct leaf cells"
+    )
+    g.add_argument(
+        "--split",
+        type=_split,
+        help="per-level weights of rho, e.g. 1,1,2"
+        + (" (plan: or 'optimal' for the --target-levels)" if not privacy_unit else ""),
+    )
+
+
+def _add_hierarchy(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
+    p.add_argument(
+        "--hierarchy",
+        action="append",
+        help="one chain, comma-separated coarse to fine; repeat for several chains" + help_suffix,
+    )
+    p.add_argument("--tree", choices=list(TREE_KINDS), help="how several chains are refined")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``inftda-sql`` parser; the chosen command is ``args.command``."""
+    p = _Parser(
+        prog="inftda-sql",
+        description="Differentially private hierarchical counts (InfTDA) on DuckDB.",
+        epilog="Exit codes: 0 success, 2 usage error, 1 any other error.",
+    )
+    p.add_argument("--version", action="version", version=f"inftda-sql {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    d = sub.add_parser("demo", help="build demo.duckdb (Italy-like O/D trips) and release it")
+    d.add_argument("--db", default="demo.duckdb", help="database file to create (demo.duckdb)")
+    d.add_argument(
+        "--scale", type=float, default=0.25, help="1.0 = 28.8M trips over ~500K pairs; default 0.25"
+    )
+    d.add_argument("--epsilon", type=float, default=1.0)
+    d.add_argument("--delta", type=float, default=1e-8)
+    d.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data")
+    d.add_argument(
+        "--storage-version",
+        default=COMPATIBLE_STORAGE_VERSION,
+        help=f"DuckDB storage format of the file (default {COMPATIBLE_STORAGE_VERSION}: readable "
+        "by DuckDB 1.0 and later, e.g. DBeaver's driver; 'latest' for this DuckDB's own)",
+    )
+    d.add_argument(
+        "--overwrite", action="store_true", help="replace an existing file that no demo made"
+    )
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    r = sub.add_parser("release", help="release a table of a DuckDB file")
+    r.add_argument("db", help="DuckDB database file")
+    r.add_argument("table", help="input table or view")
+    r.add_argument("--config", help="TOML file with release options (flags override it)")
+    _add_hierarchy(r)
+    r.add_argument("--domain", action="append", help="public domain table; one per chain")
+    _add_budget(r, privacy_unit=True)
+    r.add_argument("--count", help="count column of a pre-aggregated input")
+    r.add_argument("--output", help="output table (default <table>_private)")
+    r.add_argument("--overwrite", action="store_true", help="replace the output table")
+    r.add_argument("--mechanism", choices=list(MECHANISMS))
+    r.add_argument("--seed", type=int, help="TESTS ONLY: reproducible, non-private noise")
+    r.add_argument(
+        "--domain-from-data",
+        action="store_true",
+        help="NOT PRIVATE: take categories from the data (recorded in the ledger)",
+    )
+    r.add_argument(
+        "--budget-override",
+        action="store_true",
+        help="release even if the input's stored budget would be exceeded (recorded)",
+    )
+    r.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
+    r.add_argument("--max-cells", type=int, help="limit of full-domain mechanisms")
+    r.add_argument(
+        "--storage-version",
+        help="refuse a file older DuckDB versions cannot read (e.g. v1.0.0)",
+    )
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    e = sub.add_parser(
+        "evaluate", help="per-level error of a release against the true counts, plots to PNG"
+    )
+    e.add_argument("db", help="DuckDB database file")
+    e.add_argument("truth", help="the private input table (or a table of true counts)")
+    e.add_argument("released", help="the released table")
+    _add_hierarchy(e, " (default: from the ledger row of the release)")
+    e.add_argument("--count", help="count column of a pre-aggregated truth")
+    e.add_argument("--released-count", default="count", help="count column of the release")
+    e.add_argument("--plot", metavar="PNG", help="write per-level error and FDR to this file")
+    e.add_argument(
+        "--zoom", metavar="PNG", help="write true vs released totals at each level to this file"
+    )
+    e.add_argument("--title", help="plot title")
+    e.add_argument("--label", help="legend label of the release")
+    e.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    lg = sub.add_parser("ledger", help="releases recorded in a database and the budget spent")
+    lg.add_argument("db")
+    lg.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    pb = sub.add_parser(
+        "publish", help="copy a release (and nothing private) into a new file to share"
+    )
+    pb.add_argument("db", help="the working database holding the release")
+    pb.add_argument("output", help="the released table")
+    pb.add_argument("path", help="the new file to write")
+    pb.add_argument(
+        "--public-table",
+        action="append",
+        help="a public table to copy along (e.g. the geography); repeat for more",
+    )
+    pb.add_argument(
+        "--storage-version",
+        default="v1.0.0",
+        help="storage format of the new file (default v1.0.0: DuckDB 1.x clients "
+        "such as DBeaver open it; 'latest' for this DuckDB's own)",
+    )
+    pb.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    pb.add_argument(
+        "--allow-non-private",
+        action="store_true",
+        help="publish a seeded / infinite-budget release (test data only)",
+    )
+
+    b = sub.add_parser("budget", help="store the total privacy budget of an input table")
+    b.add_argument("db", help="DuckDB database file")
+    b.add_argument("table", help="input table whose releases the budget caps")
+    b.add_argument("--rho", type=float, help="zCDP budget (or --epsilon with --delta)")
+    b.add_argument("--epsilon", type=float)
+    b.add_argument("--delta", type=float)
+    b.add_argument("--conversion", choices=["tight", "simple"], help="rho <-> (epsilon, delta)")
+
+    pl = sub.add_parser(
+        "plan",
+        help="noise and expected max error per level, before touching any data",
+        description="Either --levels (nodes per level) or a database file with --hierarchy and "
+        "--domain (only the public domain is read).",
+    )
+    pl.add_argument("db", nargs="?", help="DuckDB file holding the public domain (optional)")
+    pl.add_argument(
+        "--levels", type=_counts, help="nodes per level below the root, e.g. 20,107,7900"
+    )
+    _add_hierarchy(pl)
+    pl.add_argument("--domain", action="append", help="public domain table; one per chain")
+    _add_budget(pl)
+    pl.add_argument(
+        "--target-levels",
+        action="append",
+        metavar="LEVELS",
+        help="levels (numbers from 1, or names) whose accuracy matters most, comma-separated; "
+        "implies --split optimal",
+    )
+    pl.add_argument("--beta", type=float, default=0.05, help="error bounds hold w.p. 1 - beta")
+    pl.add_argument("--simulations", type=int, default=20, help="simulated releases per level")
+    pl.add_argument("--total", type=int, default=1_000_000, help="records in the simulations")
+    pl.add_argument("--seed", type=int, default=0, help="seed of the simulations")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    return p
