@@ -1,0 +1,106 @@
+"""The command line's grammar: flags, the TOML config, flags turned into keyword arguments."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from pathlib import Path
+
+import pytest
+
+import inftda_sql
+from inftda_sql._errors import SpecError
+from inftda_sql.cli import commands, parse
+from inftda_sql.cli.parse import UsageError, build_parser
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+def test_every_command_has_a_function() -> None:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) == set(commands.COMMANDS) == {
+        "demo", "release", "evaluate", "plan", "ledger", "budget", "publish",
+    }  # fmt: skip
+
+
+def test_config_keys_are_the_keyword_arguments_of_release() -> None:
+    params = inspect.signature(inftda_sql.release).parameters
+    keywords = {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY} - {"progress"}
+    assert keywords == parse.RELEASE_KEYS
+
+
+def test_usage_errors_raise_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"^inftda-sql release: .*required: db, table"):
+        _args("release")
+    with pytest.raises(UsageError, match="node counts must be positive integers"):
+        _args("plan", "--levels", "3,0")
+    with pytest.raises(UsageError, match="or 'optimal'"):
+        _args("plan", "--split", "a")
+
+
+def test_release_options_from_flags() -> None:
+    args = _args(
+        "release", "x.duckdb", "trips", "--hierarchy", "o_r,o_m", "--hierarchy", "d_r,d_m",
+        "--domain", "geo_o", "--domain", "geo_d", "--tree", "destination", "--epsilon", "2",
+        "--delta", "1e-9", "--split", "1,2", "--no-levels-view", "--overwrite", "--seed", "3",
+        "--privacy-unit", "person", "--max-cells", "10",
+    )  # fmt: skip
+    assert parse.release_options(args) == {
+        "hierarchy": [["o_r", "o_m"], ["d_r", "d_m"]],
+        "domain": ["geo_o", "geo_d"],
+        "tree": "destination",
+        "epsilon": 2.0,
+        "delta": 1e-9,
+        "split": [1.0, 2.0],
+        "levels_view": False,
+        "overwrite": True,
+        "seed": 3,
+        "privacy_unit": "person",
+        "max_cells": 10,
+    }
+    with pytest.raises(UsageError, match="--hierarchy is required"):
+        parse.release_options(_args("release", "x.duckdb", "t", "--rho", "1"))
+
+
+def test_flags_override_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "r.toml"
+    config.write_text('hierarchy = ["a", "b"]\ndomain = "geo"\nrho = 2.0\noutput = "x"\n')
+    args = _args("release", "db", "t", "--config", str(config), "--rho", "0.5")
+    assert parse.release_options(args) == {
+        "hierarchy": ["a", "b"],
+        "domain": "geo",
+        "rho": 0.5,
+        "output": "x",
+    }
+    config.write_text("rhoo = 1\n")
+    with pytest.raises(SpecError, match=r"unknown key\(s\) in .*: rhoo; allowed: budget_override"):
+        parse.read_config(str(config))
+    config.write_text("rho = \n")
+    with pytest.raises(SpecError, match="is not valid TOML"):
+        parse.read_config(str(config))
+    with pytest.raises(SpecError, match="cannot read config"):
+        parse.read_config(str(tmp_path / "missing.toml"))
+
+
+def test_plan_options() -> None:
+    kw = parse.plan_options(
+        _args("plan", "--levels", "2,3", "--rho", "1", "--target-levels", "1,mun")
+    )
+    assert kw["rho"] == 1.0 and kw["split"] == "optimal" and kw["target_levels"] == [1, "mun"]
+    assert kw["contribution"] == 1 and kw["privacy"] == "bounded"
+    for argv, message in [
+        (("plan", "--rho", "1"), "give --levels"),
+        (("plan", "db", "--levels", "2", "--rho", "1"), "not both"),
+        (("plan", "db", "--hierarchy", "a", "--rho", "1"), "--hierarchy and --domain are required"),
+        (("plan", "--levels", "2", "--domain", "g"), "need a database file"),
+    ]:
+        with pytest.raises(UsageError, match=message):
+            parse.plan_options(_args(*argv))
+
+
+def test_chains() -> None:
+    assert parse.chains(["a, b ,c"]) == ["a", "b", "c"]
+    assert parse.chains(["a", "b,c"]) == [["a"], ["b", "c"]]
