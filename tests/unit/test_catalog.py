@@ -1,0 +1,241 @@
+"""engines/duckdb/catalog.py: every user-given name, relation or mapping is resolved here."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+
+from inftda_sql import DomainError, InputDataError, SpecError
+from inftda_sql.engines.duckdb.catalog import (
+    Source,
+    check_domain_types,
+    count_column,
+    drop_temp,
+    join_type,
+    object_kind,
+    resolve_source,
+    type_family,
+)
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every view of the connection, registered Arrow tables included (temporary views)."""
+    return [
+        r[0]
+        for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    ]
+
+
+@pytest.fixture
+def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    con.execute('CREATE TABLE trips ("Region" VARCHAR, n INTEGER, w DOUBLE)').fetchall()
+    con.execute("CREATE SCHEMA s").fetchall()
+    con.execute("CREATE TABLE s.geo (region VARCHAR, city VARCHAR)").fetchall()
+    con.execute("CREATE VIEW north AS SELECT * FROM trips WHERE \"Region\" = 'N'").fetchall()
+    return con
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def test_a_table_resolves_with_its_stored_column_names(db: duckdb.DuckDBPyConnection) -> None:
+    src = resolve_source(db, "trips", role="input table", temp_name="__t")
+    assert src.sql == '"trips"'
+    assert src.description == "table 'trips'"
+    assert dict(src.columns) == {"region": "VARCHAR", "n": "INTEGER", "w": "DOUBLE"}
+    assert dict(src.names) == {"region": "Region", "n": "n", "w": "w"}
+    assert src.temp_view is None
+    assert src.column("REGION", "hierarchy column") == "Region"  # case-insensitive
+
+
+def test_schema_qualified_names_and_views(db: duckdb.DuckDBPyConnection) -> None:
+    geo = resolve_source(db, "s.geo", role="domain", temp_name="__d", error=DomainError)
+    assert geo.sql == '"s"."geo"' and list(geo.columns) == ["region", "city"]
+    view = resolve_source(db, "north", role="input table", temp_name="__t")
+    assert view.sql == '"north"' and view.description == "table 'north'"
+    assert db.execute(f"SELECT count(*) FROM {view.sql}").fetchall() == [(0,)]
+
+
+def test_names_are_case_insensitive(db: duckdb.DuckDBPyConnection) -> None:
+    assert (
+        resolve_source(db, "TRIPS", role="input table", temp_name="__t").columns["n"] == "INTEGER"
+    )
+    assert object_kind(db, "S.Geo") == "table"
+
+
+@pytest.mark.parametrize("name", ["", "a.b.c"])
+def test_malformed_names_are_spec_errors(db: duckdb.DuckDBPyConnection, name: str) -> None:
+    with pytest.raises(SpecError, match=f"input table must be a table or view name, got {name!r}"):
+        resolve_source(db, name, role="input table", temp_name="__t")
+
+
+def test_an_unknown_name_lists_what_exists(db: duckdb.DuckDBPyConnection) -> None:
+    with pytest.raises(InputDataError) as info:
+        resolve_source(db, "tripz", role="input table", temp_name="__t")
+    assert str(info.value) == (
+        "input table 'tripz' is not a table or view of this database; existing: geo, north, trips"
+    )
+    with pytest.raises(DomainError, match=r"domain 'x\.geo' is not a table"):
+        resolve_source(db, "x.geo", role="domain", temp_name="__d", error=DomainError)
+
+
+def test_an_empty_database_says_none(con: duckdb.DuckDBPyConnection) -> None:
+    with pytest.raises(InputDataError, match=r"existing: \(none\)$"):
+        resolve_source(con, "t", role="input table", temp_name="__t")
+
+
+def test_object_kind(db: duckdb.DuckDBPyConnection) -> None:
+    assert object_kind(db, "trips") == "table"
+    assert object_kind(db, "north") == "view"
+    assert object_kind(db, "s.geo") == "table"
+    assert object_kind(db, "main.geo") is None  # geo lives in schema s
+    assert object_kind(db, "missing") is None
+
+
+# ----------------------------------------------------------------------------- relations, mappings
+
+
+def test_a_relation_becomes_a_temporary_view_that_drop_temp_removes(
+    db: duckdb.DuckDBPyConnection,
+) -> None:
+    rel = db.sql('SELECT "Region" AS r, n FROM trips')
+    src = resolve_source(db, rel, role="input table", temp_name="__inftda_x_input")
+    assert src.sql == '"__inftda_x_input"' and src.temp_view == "__inftda_x_input"
+    assert src.description == "the input table relation"
+    assert dict(src.columns) == {"r": "VARCHAR", "n": "INTEGER"}
+    assert "__inftda_x_input" in _views(db)
+    drop_temp(db, src)
+    assert "__inftda_x_input" not in _views(db)
+    drop_temp(db, src)  # twice is harmless
+
+
+def test_a_relation_that_cannot_be_used_is_an_input_error(db: duckdb.DuckDBPyConnection) -> None:
+    rel = db.table("trips")
+    db.execute("DROP VIEW north").fetchall()
+    db.execute("DROP TABLE trips").fetchall()
+    with pytest.raises(
+        InputDataError, match="input table: the DuckDB relation cannot be used here"
+    ):
+        resolve_source(db, rel, role="input table", temp_name="__t")
+
+
+def test_a_mapping_is_registered_and_drop_temp_removes_it(con: duckdb.DuckDBPyConnection) -> None:
+    src = resolve_source(
+        con, {"sex": ["F", "M"], "k": [1, 2]}, role="domain", temp_name="__inftda_x_domain_0"
+    )
+    assert src.description == "the declared domain" and src.temp_view == "__inftda_x_domain_0"
+    assert dict(src.columns) == {"sex": "VARCHAR", "k": "BIGINT"}
+    assert con.execute(f"SELECT * FROM {src.sql} ORDER BY 1").fetchall() == [("F", 1), ("M", 2)]
+    drop_temp(con, src)
+    assert _views(con) == []
+
+
+@pytest.mark.parametrize(
+    ("mapping", "fragment"),
+    [
+        ({"sex": "FM"}, "mapping must be {column: [values, ...]}, got 'sex': 'FM'"),
+        ({"sex": 3}, "mapping must be {column: [values, ...]}, got 'sex': 3"),
+        ({1: ["F"]}, "mapping must be {column: [values, ...]}, got 1: ['F']"),
+        ({"a": [1], "b": [1, 2]}, "mapping columns must be non-empty and of equal length"),
+        ({"a": []}, "mapping columns must be non-empty and of equal length"),
+        ({"a": [1, "x"]}, "mapping has mixed value types"),
+    ],
+)
+def test_malformed_mappings(con: duckdb.DuckDBPyConnection, mapping: object, fragment: str) -> None:
+    with pytest.raises(DomainError, match=f"^domain {re.escape(fragment)}"):
+        resolve_source(con, mapping, role="domain", temp_name="__d", error=DomainError)
+    assert _views(con) == []  # nothing registered on the way
+
+
+def test_other_objects_are_refused_with_their_type(con: duckdb.DuckDBPyConnection) -> None:
+    with pytest.raises(InputDataError, match=r"a mapping \{column: \[values\]\}; got int$"):
+        resolve_source(con, 5, role="input table", temp_name="__t")
+
+
+def test_drop_temp_leaves_named_sources_alone(db: duckdb.DuckDBPyConnection) -> None:
+    drop_temp(db, None)
+    drop_temp(db, resolve_source(db, "north", role="input table", temp_name="__t"))
+    assert object_kind(db, "north") == "view"
+
+
+# ----------------------------------------------------------------------------- types
+
+
+@pytest.mark.parametrize(
+    ("duck_type", "family"),
+    [
+        ("TINYINT", "integer"),
+        ("BIGINT", "integer"),
+        ("UHUGEINT", "integer"),
+        ("DECIMAL(18,0)", "integer"),
+        ("DECIMAL(18,3)", "fractional"),
+        ("DOUBLE", "fractional"),
+        ("float", "fractional"),
+        ("VARCHAR", "string"),
+        ("ENUM('a', 'b')", "string"),
+        ("DATE", "DATE"),
+        ("BOOLEAN", "BOOLEAN"),
+    ],
+)
+def test_type_family(duck_type: str, family: str) -> None:
+    assert type_family(duck_type) == family
+
+
+def test_join_type_compares_enums_as_varchar() -> None:
+    assert join_type("ENUM('a', 'b')") == "VARCHAR"
+    assert join_type("INTEGER") == "INTEGER"
+
+
+def _source(**columns: str) -> Source:
+    return Source(
+        '"t"',
+        "table 't'",
+        {k.lower(): v for k, v in columns.items()},
+        {k.lower(): k for k in columns},
+    )
+
+
+def test_count_column() -> None:
+    src = _source(N="INTEGER", w="DOUBLE", d="DECIMAL(9,0)", label="VARCHAR")
+    assert count_column(src, "n") == ("N", True)
+    assert count_column(src, "w") == ("w", False)
+    assert count_column(src, "d") == ("d", True)
+    with pytest.raises(SpecError, match="count column must be a column name, got 3"):
+        count_column(src, 3)
+    with pytest.raises(SpecError, match="count column must be a column name, got ''"):
+        count_column(src, "")
+    with pytest.raises(
+        InputDataError,
+        match=r"column 'x' \(count column\) not in table 't'; available: N, w, d, label",
+    ):
+        count_column(src, "x")
+    with pytest.raises(InputDataError) as info:
+        count_column(src, "label")
+    assert str(info.value).startswith(
+        "count column 'label' has type VARCHAR, not a number (in table 't')"
+    )
+    assert "CAST(label AS BIGINT)" in str(info.value)
+
+
+def test_check_domain_types() -> None:
+    inp = _source(region="VARCHAR", code="INTEGER", kind="ENUM('a')")
+    check_domain_types(
+        inp,
+        _source(region="VARCHAR", code="BIGINT", kind="VARCHAR"),
+        ["region", "code", "kind"],
+        "domain",
+    )
+    with pytest.raises(DomainError) as info:
+        check_domain_types(
+            inp, _source(region="VARCHAR", code="VARCHAR"), ["region", "code"], "domain of chain 2"
+        )
+    assert str(info.value).startswith(
+        "column 'code' is INTEGER in the input but VARCHAR in the domain of chain 2; cast one"
+    )
+
+
+def test_source_column_error_class_is_the_callers() -> None:
+    with pytest.raises(DomainError, match=r"column 'c' \(hierarchy column of the domain\) not in"):
+        _source(a="INTEGER").column("c", "hierarchy column of the domain", DomainError)

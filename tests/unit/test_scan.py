@@ -1,0 +1,269 @@
+"""engines/duckdb/scan.py: the one pass over the private input, its checks, the level counts."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+
+from inftda_sql import DomainError, InputDataError, SpecError
+from inftda_sql.core.rng import SeededSource
+from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.engines.base import Scan
+from inftda_sql.engines.duckdb import compile as _compile
+from inftda_sql.engines.duckdb.catalog import count_column, resolve_source
+from inftda_sql.engines.duckdb.domain import build_chain
+from inftda_sql.engines.duckdb.scan import level_counts, scan
+from tests.system.helpers import make_geo
+
+NAMES = _compile.TempNames("__inftda_s_")
+GEO = ["region", "province", "mun"]
+SPEC = parse_hierarchy(GEO)
+# (unit, region, province, mun, n): unit 1 has 4 records in 2 cells, unit 2 one, unit 3 two
+ROWS = [
+    (1, "North", "N1", "n1a", 2),
+    (1, "North", "N1", "n1a", 1),
+    (1, "North", "N1", "n1a", 1),
+    (1, "South", "S1", "s1c", 3),
+    (2, "North", "N2", "n2a", 0),
+    (3, "South", "S1", "s1c", 4),
+    (3, "South", "S1", "s1a", 1),
+]
+
+
+@pytest.fixture
+def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    make_geo(con)
+    con.execute(
+        "CREATE TABLE t (u INTEGER, region VARCHAR, province VARCHAR, mun VARCHAR, n INTEGER)"
+    ).fetchall()
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", ROWS)
+    build_chain(con, NAMES, 0, GEO, '"geo"', ["VARCHAR"] * 3, "domain")
+    return con
+
+
+def _scan(
+    con: duckdb.DuckDBPyConnection,
+    table: str = "t",
+    *,
+    count: str | None = None,
+    privacy_unit: str | None = None,
+    contribution: int = 1,
+    distinct: bool = False,
+) -> Scan:
+    for temp in (NAMES.leaf, NAMES.keys):  # from an earlier scan in the same test
+        con.execute(f'DROP TABLE IF EXISTS "{temp}"').fetchall()
+    inp = resolve_source(con, table, role="input table", temp_name=NAMES.input)
+    is_int = count_column(inp, count)[1] if count else True
+    return scan(
+        con,
+        NAMES,
+        SPEC,
+        inp,
+        count=count,
+        count_is_integer=is_int,
+        privacy_unit=privacy_unit,
+        contribution=contribution,
+        distinct=distinct,
+        source=SeededSource(5),
+    )
+
+
+def _keys(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
+    return con.execute(f'SELECT mun, __c0_d3, n, path_ok FROM "{NAMES.keys}" ORDER BY 1').fetchall()
+
+
+def test_microdata(db: duckdb.DuckDBPyConnection) -> None:
+    found = _scan(db)
+    assert found == Scan(total=7, diagnostics={})
+    # one row per non-empty leaf cell, with the domain's leaf code (e1a 0, n1a 1, ..., s1c 6)
+    assert _keys(db) == [
+        ("n1a", 1, 3, True),
+        ("n2a", 3, 1, True),
+        ("s1a", 4, 1, True),
+        ("s1c", 6, 2, True),
+    ]
+
+
+def test_pre_aggregated(db: duckdb.DuckDBPyConnection) -> None:
+    assert _scan(db, count="n").total == 12
+    assert [(m, n) for m, _, n, _ in _keys(db)] == [("n1a", 4), ("n2a", 0), ("s1a", 1), ("s1c", 7)]
+
+
+def test_a_fractional_count_column_with_whole_values(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("CREATE TABLE f AS SELECT * REPLACE (n::DOUBLE AS n) FROM t").fetchall()
+    assert _scan(db, "f", count="n").total == 12
+
+
+def test_privacy_unit_bounds_each_units_records(db: duckdb.DuckDBPyConnection) -> None:
+    found = _scan(db, privacy_unit="u", contribution=2)
+    assert found.total == 5  # unit 1 keeps 2 of its 4, the others keep all
+    assert found.diagnostics == {
+        "privacy_unit": "u",
+        "contribution_bound": 2,
+        "distinct": False,
+        "rows_in": 7,
+        "rows_kept": 5,
+        "rows_dropped": 2,
+    }
+
+
+def test_privacy_unit_distinct_cells(db: duckdb.DuckDBPyConnection) -> None:
+    # distinct: a unit counts once per leaf cell, in at most m cells
+    found = _scan(db, privacy_unit="u", contribution=2, distinct=True)
+    assert found.total == 5  # unit 1: n1a and s1c; unit 2: n2a; unit 3: s1a and s1c
+    assert found.diagnostics["rows_dropped"] == 2 and found.diagnostics["distinct"] is True
+    assert [(m, n) for m, _, n, _ in _keys(db)] == [("n1a", 1), ("n2a", 1), ("s1a", 1), ("s1c", 2)]
+    found = _scan(db, privacy_unit="u", contribution=1, distinct=True)
+    assert found.total == 3
+
+
+def test_level_counts_are_sorted_by_key(db: duckdb.DuckDBPyConnection) -> None:
+    _scan(db)
+    keys, counts = level_counts(db, NAMES, SPEC, 1, (1,))
+    assert keys.dtype == np.int64 and counts.dtype == np.int64
+    assert (keys.tolist(), counts.tolist()) == ([1, 2], [4, 3])  # East 0 is empty
+    keys, counts = level_counts(db, NAMES, SPEC, 3, (1,))
+    assert (keys.tolist(), counts.tolist()) == ([1, 3, 4, 6], [3, 1, 1, 2])
+    keys, counts = level_counts(db, NAMES, SPEC, 2, (1,))
+    assert (keys.tolist(), counts.tolist()) == ([1, 2, 3], [3, 1, 3])
+
+
+# ----------------------------------------------------------------------------- every check
+
+
+def _error(con: duckdb.DuckDBPyConnection, sql: str, **kw: object) -> str:
+    con.execute(f"CREATE OR REPLACE TABLE bad AS {sql}").fetchall()
+    with pytest.raises((InputDataError, DomainError, SpecError)) as info:
+        _scan(con, "bad", **kw)  # type: ignore[arg-type]
+    return f"{type(info.value).__name__}: {info.value}"
+
+
+def test_null_leaf(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(db, "SELECT * REPLACE (CASE WHEN u = 2 THEN NULL ELSE mun END AS mun) FROM t")
+    assert got == (
+        "InputDataError: hierarchy column 'mun' of table 'bad' has NULL values; every record "
+        "needs a value in every hierarchy column (filter or fill them in a view first)"
+    )
+
+
+def test_null_ancestor(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(
+        db, "SELECT * REPLACE (CASE WHEN u = 2 THEN NULL ELSE region END AS region) FROM t"
+    )
+    assert got.startswith("InputDataError: hierarchy column 'region' of table 'bad' has NULL")
+
+
+def test_null_count(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(
+        db, "SELECT * REPLACE (CASE WHEN u = 1 THEN NULL ELSE n END AS n) FROM t", count="n"
+    )
+    assert got == "InputDataError: count column 'n' has 4 NULL value(s); use 0 or drop those rows"
+
+
+def test_negative_count(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(db, "SELECT * REPLACE (CASE WHEN u = 2 THEN -3 ELSE n END AS n) FROM t", count="n")
+    assert got == (
+        "InputDataError: count column 'n' has negative values, e.g. -3 at (mun='n2a'); counts "
+        "must be non-negative integers: fix or drop those rows in a view first (e.g. WHERE n >= 0)"
+    )
+
+
+def test_fractional_count(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(db, "SELECT * REPLACE (n + 0.5 AS n) FROM t", count="n")
+    assert got == (
+        "InputDataError: count column 'n' has non-integer values; counts must be whole numbers "
+        "(CAST or ROUND them in a view)"
+    )
+
+
+def test_leaf_outside_the_domain(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(
+        db,
+        "SELECT * FROM t UNION ALL SELECT 9, 'North', 'N1', 'zz', 1 UNION ALL SELECT 9, 'North', 'N1', 'zy', 1",
+    )
+    assert got == (
+        "DomainError: 2 value(s) of 'mun' in the input are not in the domain, e.g. mun='zy'; "
+        "add them to the public domain table or fix the input"
+    )
+
+
+def test_path_that_disagrees_with_the_domain(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(
+        db, "SELECT * REPLACE (CASE WHEN u = 2 THEN 'South' ELSE region END AS region) FROM t"
+    )
+    assert got == (
+        "DomainError: input path (region='South', province='N2', mun='n2a') is not in the "
+        "domain: the domain puts mun='n2a' under other ancestors; fix the input's region, "
+        "province or the domain"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({"privacy_unit": ""}, "SpecError: privacy_unit must be a column name, got ''"),
+        (
+            {"privacy_unit": "person"},
+            "InputDataError: column 'person' (privacy unit) not in table 'bad'; available: u, "
+            "region, province, mun, n",
+        ),
+        (
+            {"privacy_unit": "MUN"},
+            "SpecError: privacy_unit 'MUN' is also a hierarchy column; name the column that "
+            "identifies a person or household",
+        ),
+        (
+            {"privacy_unit": "u", "count": "n"},
+            "SpecError: privacy_unit= bounds the records of each unit",
+        ),
+    ],
+)
+def test_privacy_unit_errors(
+    db: duckdb.DuckDBPyConnection, kw: dict[str, object], expected: str
+) -> None:
+    assert _error(db, "SELECT * FROM t", **kw).startswith(expected)
+
+
+def test_null_privacy_unit(db: duckdb.DuckDBPyConnection) -> None:
+    got = _error(
+        db, "SELECT * REPLACE (CASE WHEN u = 1 THEN NULL ELSE u END AS u) FROM t", privacy_unit="u"
+    )
+    assert got == (
+        "InputDataError: privacy unit column 'u' has 4 NULL value(s); every record must belong "
+        "to a unit (drop or label them in a view)"
+    )
+
+
+def test_checks_run_leaves_first_then_counts_then_domain(db: duckdb.DuckDBPyConnection) -> None:
+    """With every fault at once, the NULL leaf is reported; without it, the NULL count; and so
+    on: the order of the checks is the order of this test."""
+    faults = {
+        "null leaf": "CASE WHEN u = 2 THEN NULL ELSE mun END AS mun",
+        "null count": "CASE WHEN u = 1 THEN NULL ELSE n END AS n",
+        "outside": "CASE WHEN u = 3 THEN 'zz' ELSE mun END AS mun",
+    }
+    expected = ["has NULL values", "has 4 NULL value(s)", "are not in the domain"]
+    for i, fragment in enumerate(expected):
+        active = list(faults.values())[i:]
+        # the leaf column can only be replaced once: the later replacement of mun wins otherwise
+        replace = [active[0]] + [f for f in active[1:] if not f.endswith("AS mun")]
+        sql = f"SELECT * REPLACE ({', '.join(replace)}) FROM t"
+        assert fragment in _error(db, sql, count="n")
+
+
+def test_level_counts_sorts_many_keys(con: duckdb.DuckDBPyConnection) -> None:
+    """A keys table in no particular order (as a parallel GROUP BY leaves it) comes back sorted
+    by the mixed-radix key, one row per cell with its summed count."""
+    spec = parse_hierarchy([["a"], ["b"]])
+    con.execute(
+        f'CREATE TEMP TABLE "{NAMES.keys}" AS SELECT (i * 7919) % 100 AS __c0_d1, '
+        "(i * 104729) % 300 AS __c1_d1, 1 AS n FROM range(60000) r(i) ORDER BY random()"
+    ).fetchall()
+    keys, counts = level_counts(con, NAMES, spec, 2, (300, 1))
+    assert keys.tolist() == sorted(set(keys.tolist()))
+    assert counts.sum() == 60000 and keys.size == len(set(keys.tolist()))
+    expected = con.execute(
+        f'SELECT count(DISTINCT __c0_d1 * 300 + __c1_d1) FROM "{NAMES.keys}"'
+    ).fetchall()[0][0]
+    assert keys.size == expected
