@@ -1,0 +1,217 @@
+"""_request.py: every release() argument checked, in the order a user reads them, before any
+data is read (no connection is involved here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inftda_sql import BudgetError, DomainError, SpecError
+from inftda_sql._request import (
+    NO_DOMAIN,
+    ReleaseRequest,
+    check_distinct,
+    check_int,
+    normalise_domains,
+)
+from inftda_sql.core.rng import CSPRNGSource, SeededSource
+from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.mechanisms import DEFAULT_MAX_CELLS, REGISTRY
+
+DEFAULTS: dict[str, Any] = {
+    "hierarchy": ["region", "mun"],
+    "domain": "geo",
+    "tree": None,
+    "rho": 1.0,
+    "epsilon": None,
+    "delta": None,
+    "conversion": "tight",
+    "privacy": "bounded",
+    "privacy_unit": None,
+    "contribution": 1,
+    "distinct": False,
+    "split": None,
+    "count": None,
+    "output": None,
+    "overwrite": False,
+    "mechanism": "inftda",
+    "seed": None,
+    "domain_from_data": False,
+    "budget_override": False,
+    "levels_view": True,
+    "max_cells": DEFAULT_MAX_CELLS,
+}
+
+
+def _request(table: object = "persons", **changes: Any) -> ReleaseRequest:
+    return ReleaseRequest.from_args(table, **{**DEFAULTS, **changes})
+
+
+def test_a_valid_request_is_normalised() -> None:
+    req = _request()
+    assert req.spec == parse_hierarchy(["region", "mun"])
+    assert req.domains == ["geo"]
+    assert req.output == "persons_private" and req.levels_view == "persons_private_levels"
+    assert req.mechanism is REGISTRY["inftda"]
+    assert req.accounting.level_names == ("region", "mun")
+    assert req.budget.rho == 1.0 and req.max_cells == DEFAULT_MAX_CELLS
+    assert isinstance(req.source, CSPRNGSource)
+    assert req.input_name == "persons" and req.input_description == "persons"
+    assert req.non_private_reasons(None) == []
+
+
+def test_options_are_carried_over() -> None:
+    req = _request(
+        output="out",
+        levels_view=False,
+        overwrite=1,
+        budget_override=1,
+        privacy="unbounded",
+        contribution=np.int64(2),
+        distinct=True,
+        seed=3,
+        mechanism="vanilla_gauss",
+    )
+    assert req.output == "out" and req.levels_view is None
+    assert req.overwrite is True and req.budget_override is True
+    assert req.contribution == 2 and type(req.contribution) is int and req.distinct
+    assert isinstance(req.source, SeededSource)
+    # a leaf-only mechanism pays for its leaves only, and never for a root
+    assert req.accounting.level_names == ("mun",)
+    assert req.accounting.privacy == "unbounded" and req.accounting.contribution == 2
+
+
+def test_non_private_reasons() -> None:
+    req = _request(rho=float("inf"), domain=None, domain_from_data=True, seed=1)
+    assert req.domains is None
+    assert req.non_private_reasons("budget override: x") == [
+        "infinite budget (no noise)",
+        "domain taken from the data",
+        "seeded noise (tests and benchmarks only)",
+        "budget override: x",
+    ]
+
+
+def test_a_relation_needs_an_output() -> None:
+    relation = object()
+    with pytest.raises(SpecError, match=r"^output= is required when the input is a relation$"):
+        _request(relation)
+    req = _request(relation, output="out")
+    assert req.input_name is None and req.input_description == "<relation>"
+
+
+# Each check, and the checks that come after it: with the faults of rows i..n all present,
+# the error of row i is the one raised.
+ORDER: list[tuple[str, dict[str, Any], type[Exception], str]] = [
+    ("hierarchy", {"hierarchy": "region"}, SpecError, "hierarchy must be a list of columns"),
+    (
+        "privacy",
+        {"privacy": "local"},
+        SpecError,
+        "privacy must be 'bounded' or 'unbounded', got 'local'",
+    ),
+    ("contribution", {"contribution": 0}, SpecError, "contribution must be an integer >= 1, got 0"),
+    ("distinct", {"distinct": "yes"}, SpecError, "distinct must be True or False, got 'yes'"),
+    ("budget", {"rho": None}, BudgetError, "no privacy budget given"),
+    (
+        "mechanism",
+        {"mechanism": "magic"},
+        SpecError,
+        "mechanism must be one of inftda, vanilla_gauss",
+    ),
+    ("max_cells", {"max_cells": 0}, SpecError, "max_cells must be an integer >= 1, got 0"),
+    ("split", {"split": [1.0]}, BudgetError, "got 1 split weights [1.0] for 2 noised levels"),
+    ("seed", {"seed": -1}, SpecError, "seed must be a non-negative integer, got -1"),
+    ("domain", {"domain": None}, DomainError, NO_DOMAIN),
+    ("output", {"output": "a.b.c"}, SpecError, "output must be a table name, got 'a.b.c'"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(ORDER)), ids=[row[0] for row in ORDER])
+def test_the_order_of_the_checks(i: int) -> None:
+    changes: dict[str, Any] = {}
+    for _, change, _, _ in ORDER[i:]:
+        changes.update(change)
+    _, _, error, message = ORDER[i]
+    with pytest.raises(error) as info:
+        _request(**changes)
+    assert str(info.value).startswith(message)
+
+
+def test_the_mechanisms_requirement_comes_before_the_other_options() -> None:
+    with pytest.raises(
+        BudgetError, match="mechanism 'stability_histogram' is \\(epsilon, delta\\)-DP"
+    ):
+        _request(mechanism="stability_histogram", max_cells=0, domain=None)
+    req = _request(mechanism="stability_histogram", rho=None, epsilon=1.0, delta=1e-6)
+    assert req.mechanism.guarantee == "approxDP"
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        (
+            {"domain_from_data": True},
+            DomainError,
+            "pass domain= or domain_from_data=True, not both",
+        ),
+        ({"output": ""}, SpecError, "output must be a table name, got ''"),
+        ({"output": 7}, SpecError, "output must be a table name, got 7"),
+        (
+            {"output": "PERSONS"},
+            SpecError,
+            "output 'PERSONS' is the input table; choose another name",
+        ),
+        ({"contribution": True}, SpecError, "contribution must be an integer >= 1, got True"),
+        ({"contribution": 1.0}, SpecError, "contribution must be an integer >= 1, got 1.0"),
+        ({"distinct": 1}, SpecError, "distinct must be True or False, got 1"),
+        ({"max_cells": "many"}, SpecError, "max_cells must be an integer >= 1, got 'many'"),
+        ({"hierarchy": [["a"], ["b"]], "domain": "geo"}, DomainError, "the hierarchy has 2 chains"),
+    ],
+)
+def test_each_argument_error(changes: dict[str, Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        _request(**changes)
+    assert str(info.value).startswith(message)
+
+
+def test_check_int_and_check_distinct() -> None:
+    assert check_int("m", np.int32(3), 1) == 3
+    for bad in (0, True, 2.5, "3", None):
+        with pytest.raises(SpecError, match="m must be an integer >= 1"):
+            check_int("m", bad, 1)
+    assert check_distinct(False) is False
+    with pytest.raises(SpecError):
+        check_distinct(np.bool_(True))
+
+
+ONE = parse_hierarchy(["region", "mun"])
+TWO = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_mun"]], "destination")
+
+
+@pytest.mark.parametrize(
+    ("domain", "spec", "expected"),
+    [
+        ("geo", ONE, ["geo"]),
+        (["geo"], ONE, ["geo"]),
+        (("geo",), ONE, ["geo"]),
+        ({"mun": ["a"]}, ONE, [{"mun": ["a"]}]),
+        (["geo", "geo2"], ONE, [["geo", "geo2"]]),  # one chain: the list is its domain
+        (["geo_o", "geo_d"], TWO, ["geo_o", "geo_d"]),
+        (("geo_o", {"d_mun": ["x"]}), TWO, ["geo_o", {"d_mun": ["x"]}]),
+    ],
+)
+def test_normalise_domains(domain: object, spec: Any, expected: list[object]) -> None:
+    assert normalise_domains(domain, spec) == expected
+
+
+@pytest.mark.parametrize("domain", ["geo", ["geo"], ["a", "b", "c"], {"o_mun": ["a"]}])
+def test_normalise_domains_needs_one_per_chain(domain: object) -> None:
+    with pytest.raises(DomainError) as info:
+        normalise_domains(domain, TWO)
+    assert str(info.value) == (
+        "the hierarchy has 2 chains, so domain must be a list of 2 domains (one per chain, "
+        f"columns named as the chain), got {domain!r}"
+    )
