@@ -1,12 +1,17 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+#: set to 1 to rewrite the golden SQL files from the current compiler (then review the diff)
+UPDATE_GOLDEN = "INFTDA_UPDATE_GOLDEN"
+_REGENERATED: list[str] = []
 
 
 def shared_path(*parts: str) -> Path:
@@ -22,3 +27,34 @@ def con() -> Iterator[duckdb.DuckDBPyConnection]:
     connection = duckdb.connect()
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def golden() -> Callable[[str, str], None]:
+    """Compare SQL text with ``tests/golden/<name>``.
+
+    Files change only when asked: with ``INFTDA_UPDATE_GOLDEN=1`` a differing or missing file
+    is rewritten and listed at the end of the run, for review with ``git diff tests/golden``.
+    """
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        if os.environ.get(UPDATE_GOLDEN) == "1":
+            if old != text:
+                path.write_text(text, encoding="utf-8")
+                _REGENERATED.append(str(path.relative_to(GOLDEN.parents[1])))
+            return
+        how = f"if the change is intended, rerun with {UPDATE_GOLDEN}=1 and review the diff"
+        if old is None:
+            pytest.fail(f"golden file {path} is missing; {how}")
+        assert text == old, f"the compiled SQL differs from {path}; {how}"
+
+    return check
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _REGENERATED:
+        terminalreporter.section(f"golden SQL files rewritten ({UPDATE_GOLDEN}=1)")
+        for path in sorted(set(_REGENERATED)):
+            terminalreporter.write_line(f"rewritten: {path} (review: git diff {path})")

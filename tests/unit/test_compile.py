@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import duckdb
 import pytest
@@ -14,7 +14,6 @@ from inftda_sql.engines.duckdb import compile as _compile
 from inftda_sql.engines.duckdb.domain import build_chain
 from inftda_sql.engines.duckdb.sql import template
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NAMES = _compile.TempNames("__inftda_t_")
 OD = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_prov", "d_mun"]], "destination")
 
@@ -36,13 +35,8 @@ def _compiled_od() -> str:
     return ";\n\n".join(p.strip() for p in parts) + ";\n"
 
 
-def test_od_destination_sql_matches_golden() -> None:
-    got = _compiled_od()
-    path = GOLDEN / "od_destination.sql"
-    assert got == path.read_text(encoding="utf-8"), (
-        "compiled SQL changed; if intended, regenerate with "
-        "`python -m tests.unit.test_compile` and review the diff"
-    )
+def test_od_destination_sql_matches_golden(golden: Callable[[str, str], None]) -> None:
+    golden("od_destination.sql", _compiled_od())  # INFTDA_UPDATE_GOLDEN=1 rewrites it
 
 
 def test_golden_sql_executes(con: duckdb.DuckDBPyConnection) -> None:
@@ -89,7 +83,3 @@ def test_templates_ship_as_package_data() -> None:
         "ledger",
     ):
         assert template(name).strip()
-
-
-if __name__ == "__main__":
-    (GOLDEN / "od_destination.sql").write_text(_compiled_od(), encoding="utf-8")

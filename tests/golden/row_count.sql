@@ -1,0 +1,2 @@
+-- row_count('"trips"')
+SELECT count(*) FROM "trips";

@@ -1,0 +1,438 @@
+"""Golden SQL: one file per compile function of engines/duckdb/compile.py.
+
+Each test compiles a small fixed spec, compares the text with ``tests/golden/<function>.sql``
+(rewrite them deliberately with ``INFTDA_UPDATE_GOLDEN=1``, then review ``git diff``) and
+executes the same SQL on an in-memory DuckDB holding the small tables below, checking the rows.
+
+The world: an O/D hierarchy refined destination first, origin (o_reg > o_mun) and destination
+(d_reg > d_mun), three paths each. Codes (sorted domain): a1 0, a2 1, b1 2 (A 0, B 1) and
+x1 0, x2 1, y1 2 (X 0, Y 1). The trips, one row per record with a count column n and a
+fractional one w::
+
+    u  o_reg o_mun d_reg d_mun  n   w
+    1  A     a1    X     x1     2   2.0
+    1  A     a1    X     x1     1   1.0
+    1  A     a2    Y     y1     4   4.0
+    2  B     b1    X     x2     3   3.0
+    3  A     a1    Y     y1     1   0.5
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.core.tree import key_strides
+from inftda_sql.engines.duckdb import compile as _compile
+from inftda_sql.engines.duckdb.domain import build_chain
+from tests.conftest import UPDATE_GOLDEN
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+NAMES = _compile.TempNames("__inftda_g_")
+SPEC = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_mun"]], "destination")
+ORIGIN, DESTINATION = SPEC.chains
+SIZES = [(1, 2, 3), (1, 2, 3)]
+LEAF = ('"__inftda_g_leaf"', '"__inftda_g_keys"')
+#: public functions of compile.py that do not return SQL
+NOT_SQL = {"TempNames", "ancestors", "code_column", "depth_code"}
+#: golden files that are not one compile function's (tests/unit/test_compile.py)
+OTHER_GOLDEN = {"od_destination.sql"}
+
+Golden = Callable[[str, str], None]
+Rows = list[tuple[Any, ...]]
+
+
+def _text(*calls: tuple[str, str]) -> str:
+    """The golden file: every call, labelled, with the SQL it compiled to."""
+    return "\n".join(f"-- {label}\n{sql.strip()};\n" for label, sql in calls)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> Rows:
+    return con.execute(sql, params).fetchall()
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> None:
+    con.execute(sql, params).fetchall()
+
+
+TRIPS = [
+    (1, "A", "a1", "X", "x1", 2, 2.0),
+    (1, "A", "a1", "X", "x1", 1, 1.0),
+    (1, "A", "a2", "Y", "y1", 4, 4.0),
+    (2, "B", "b1", "X", "x2", 3, 3.0),
+    (3, "A", "a1", "Y", "y1", 1, 0.5),
+]
+
+
+def _table(con: duckdb.DuckDBPyConnection, name: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    con.execute(
+        f"CREATE TABLE {name} (u INTEGER, o_reg VARCHAR, o_mun VARCHAR, d_reg VARCHAR, "
+        "d_mun VARCHAR, n INTEGER, w DOUBLE)"
+    ).fetchall()
+    con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?, ?, ?, ?, ?)", list(rows))
+
+
+@pytest.fixture
+def world(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """The trips and both domains, inserted out of order, with their code tables registered."""
+    con.execute(
+        "CREATE TABLE geo_o AS SELECT * FROM (VALUES ('B','b1'), ('A','a2'), ('A','a1'), "
+        "('A','a1')) g(o_reg, o_mun)"
+    ).fetchall()
+    con.execute(
+        "CREATE TABLE geo_d AS SELECT * FROM (VALUES ('Y','y1'), ('X','x2'), ('X','x1')) "
+        "g(d_reg, d_mun)"
+    ).fetchall()
+    _table(con, "trips", TRIPS)
+    for c, (chain, geo) in enumerate(zip(SPEC.chains, ('"geo_o"', '"geo_d"'), strict=True)):
+        build_chain(con, NAMES, c, chain, geo, ["VARCHAR"] * len(chain), "domain")
+    return con
+
+
+def _scan(con: duckdb.DuckDBPyConnection, table: str, count: str | None = "n") -> None:
+    """leaf_counts then leaf_codes on ``table`` (the scan's first two statements)."""
+    for name in (NAMES.leaf, NAMES.keys):
+        _run(con, f'DROP TABLE IF EXISTS "{name}"')
+    _run(con, _compile.leaf_counts(NAMES, SPEC, f'"{table}"', count, True))
+    _run(con, _compile.leaf_codes(NAMES, SPEC))
+
+
+# ----------------------------------------------------------------------------- coverage
+
+
+def test_every_compile_function_has_a_golden_file() -> None:
+    functions = {
+        name
+        for name in _compile.__all__
+        if name not in NOT_SQL and inspect.isfunction(getattr(_compile, name))
+    }
+    files = {p.name for p in GOLDEN.glob("*.sql")} - OTHER_GOLDEN
+    missing = sorted(f"{f}.sql" for f in functions if f"{f}.sql" not in files)
+    stale = sorted(f for f in files if f.removesuffix(".sql") not in functions)
+    if os.environ.get(UPDATE_GOLDEN) != "1":  # else the tests below write the missing files
+        assert not missing, f"compile functions without a golden fixture: {missing}"
+    assert not stale, f"golden files without a compile function: {stale}"
+    tests = {n.removeprefix("test_golden_") for n in globals() if n.startswith("test_golden_")}
+    assert functions <= tests, (
+        f"compile functions without a golden test: {sorted(functions - tests)}"
+    )
+
+
+# ----------------------------------------------------------------------------- the domain
+
+
+def test_golden_domain_paths(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    plain = _compile.domain_paths(ORIGIN, '"geo_o"', ["VARCHAR", "VARCHAR"])
+    cast = _compile.domain_paths(DESTINATION, '"geo_d"', ["VARCHAR", "ENUM('x1', 'x2', 'y1')"])
+    golden(
+        "domain_paths.sql",
+        _text(
+            ("domain_paths(('o_reg', 'o_mun'), '\"geo_o\"', ['VARCHAR', 'VARCHAR'])", plain),
+            ("domain_paths(('d_reg', 'd_mun'), '\"geo_d\"', ['VARCHAR', ENUM])", cast),
+        ),
+    )
+    # sorted, repeats kept (code_paths drops them)
+    assert _rows(world, plain) == [("A", "a1"), ("A", "a1"), ("A", "a2"), ("B", "b1")]
+    assert _rows(world, cast) == [("X", "x1"), ("X", "x2"), ("Y", "y1")]
+
+
+def test_golden_nesting_check(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.nesting_check("__inftda_g_codes_0_nesting", "o_reg", "o_mun")
+    golden("nesting_check.sql", _text(("nesting_check(codes, 'o_reg', 'o_mun')", sql)))
+    world.register(
+        "__inftda_g_codes_0_nesting",
+        pa.table({"o_reg": ["A", "A", "B", "B", "C"], "o_mun": ["a1", "b1", "b1", "c1", "b1"]}),
+    )
+    assert _rows(world, sql) == [("b1", "A", "C")]  # one value, its first and last parent
+    world.register("__inftda_g_codes_0_nesting", pa.table({"o_reg": ["A"], "o_mun": ["a1"]}))
+    assert _rows(world, sql) == []
+
+
+def test_golden_distinct_paths(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.distinct_paths(DESTINATION, '"trips"')
+    golden("distinct_paths.sql", _text(("distinct_paths(('d_reg', 'd_mun'), '\"trips\"')", sql)))
+    assert _rows(world, f"SELECT * FROM {sql} ORDER BY ALL") == [
+        ("X", "x1"),
+        ("X", "x2"),
+        ("Y", "y1"),
+    ]
+
+
+# ----------------------------------------------------------------------------- the scan
+
+
+def test_golden_bound_units(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    records = _compile.bound_units(SPEC, '"trips"', "u", distinct=False, m=2)
+    cells = _compile.bound_units(SPEC, '"trips"', "u", distinct=True, m=1)
+    golden(
+        "bound_units.sql",
+        _text(
+            ("bound_units(SPEC, '\"trips\"', 'u', distinct=False, m=2)", records),
+            ("bound_units(SPEC, '\"trips\"', 'u', distinct=True, m=1)", cells),
+        ),
+    )
+    salt = {"salt": "ab" * 32}
+    kept = "SELECT __u, count(*), count(*) FILTER (__keep) FROM {} GROUP BY 1 ORDER BY 1"
+    # unit 1 has 3 records (keeps 2), units 2 and 3 one each
+    assert _rows(world, kept.format(records), salt) == [(1, 3, 2), (2, 1, 1), (3, 1, 1)]
+    # distinct: unit 1 has 2 distinct leaf cells (keeps 1)
+    assert _rows(world, kept.format(cells), salt) == [(1, 2, 1), (2, 1, 1), (3, 1, 1)]
+    # the salt decides which records a unit keeps, the same way every time
+    again = _rows(world, f"SELECT * FROM {records} WHERE __keep ORDER BY ALL", salt)
+    assert again == _rows(world, f"SELECT * FROM {records} WHERE __keep ORDER BY ALL", salt)
+
+
+LEAF_ROWS = (
+    "SELECT o_mun, d_mun, __n, __min, __frac, __nulls, __hmin = __hmax FROM {} ORDER BY 1, 2"
+)
+
+
+def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    world.execute(
+        "CREATE TABLE trips_enum AS SELECT * REPLACE (o_reg::ENUM('A', 'B') AS o_reg) FROM trips"
+    ).fetchall()
+    bounded_input = _compile.bound_units(SPEC, '"trips"', "u", distinct=False, m=1)
+    variants = [
+        ("microdata", ('"trips"', None, True), {}),
+        ("integer count column n", ('"trips"', "n", True), {}),
+        ("fractional count column w", ('"trips"', "w", False), {}),
+        ("an ENUM ancestor", ('"trips_enum"', None, True), {"as_varchar": frozenset({"o_reg"})}),
+        ("bound_units() input", (bounded_input, None, True), {"bounded": True}),
+    ]
+    compiled = [_compile.leaf_counts(NAMES, SPEC, *args, **kw) for _, args, kw in variants]
+    golden(
+        "leaf_counts.sql",
+        _text(
+            *(
+                (f"leaf_counts(NAMES, SPEC, ...): {label}", sql)
+                for (label, _, _), sql in zip(variants, compiled, strict=True)
+            )
+        ),
+    )
+    results = []
+    for sql in compiled:
+        _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
+        _run(world, sql, {"salt": "ab" * 32} if "$salt" in sql else None)
+        results.append(_rows(world, LEAF_ROWS.format(LEAF[0])))
+    microdata, counted, fractional, enum, bounded = results
+    assert microdata == [
+        ("a1", "x1", 2, 1, False, 0, True),
+        ("a1", "y1", 1, 1, False, 0, True),
+        ("a2", "y1", 1, 1, False, 0, True),
+        ("b1", "x2", 1, 1, False, 0, True),
+    ]
+    assert counted == [
+        ("a1", "x1", 3, 1, False, 0, True),
+        ("a1", "y1", 1, 1, False, 0, True),
+        ("a2", "y1", 4, 4, False, 0, True),
+        ("b1", "x2", 3, 3, False, 0, True),
+    ]
+    assert [r[2:5] for r in fractional] == [
+        (3.0, 1.0, False),
+        (0.5, 0.5, True),
+        (4.0, 4.0, False),
+        (3.0, 3.0, False),
+    ]
+    assert enum == microdata
+    assert sum(r[2] for r in bounded) == 3  # one record per unit
+    # the ENUM column's path hash is taken as VARCHAR, as the domain's is: the paths check out
+    # (an ENUM hashes differently from the same VARCHAR, so without as_varchar they would not)
+    for as_varchar, ok in ((frozenset({"o_reg"}), True), (frozenset(), False)):
+        _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"; DROP TABLE IF EXISTS "{NAMES.keys}"')
+        _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips_enum"', None, True, as_varchar))
+        _run(world, _compile.leaf_codes(NAMES, SPEC))
+        assert _rows(world, f"SELECT bool_and(path_ok) FROM {LEAF[1]}") == [(ok,)]
+
+
+def test_golden_leaf_codes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.leaf_codes(NAMES, SPEC)
+    golden("leaf_codes.sql", _text(("leaf_codes(NAMES, SPEC)", sql)))
+    _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips"', None, True))
+    _run(world, sql)
+    assert _rows(world, f"SELECT * FROM {LEAF[1]} ORDER BY o_mun, d_mun") == [
+        # c0_d1 c0_d2 c1_d1 c1_d2  n  path_ok  o_mun d_mun
+        (0, 0, 0, 0, 2, True, "a1", "x1"),
+        (0, 0, 1, 2, 1, True, "a1", "y1"),
+        (0, 1, 1, 2, 1, True, "a2", "y1"),
+        (1, 2, 0, 1, 1, True, "b1", "x2"),
+    ]
+
+
+def test_golden_level_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    strides = [key_strides(SPEC, lv, SIZES) for lv in range(1, SPEC.n_levels + 1)]
+    assert strides == [(2, 1), (1, 2), (3, 1), (1, 3)]
+    compiled = [_compile.level_counts(NAMES, SPEC, lv, st) for lv, st in enumerate(strides, 1)]
+    golden(
+        "level_counts.sql",
+        _text(
+            *(
+                (f"level_counts(NAMES, SPEC, {lv}, {st}): {SPEC.level_name(lv)}", sql)
+                for lv, (st, sql) in enumerate(zip(strides, compiled, strict=True), 1)
+            )
+        ),
+    )
+    _scan(world, "trips", count=None)
+    assert [_rows(world, sql) for sql in compiled] == [
+        [(0, 3), (1, 2)],  # d_reg: X, Y
+        [(0, 2), (1, 1), (2, 2)],  # o_reg x d_reg: (A,X), (B,X), (A,Y)
+        [(0, 2), (2, 2), (4, 1)],  # o_reg x d_mun: (A,x1), (A,y1), (B,x2)
+        [(0, 2), (5, 1), (6, 1), (7, 1)],  # o_mun x d_mun: a1x1, b1x2, a1y1, a2y1
+    ]
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+def _dirty(con: duckdb.DuckDBPyConnection) -> None:
+    """A table with a NULL unit, a NULL leaf, a NULL count and a negative count, scanned."""
+    _table(
+        con,
+        "dirty",
+        [
+            (1, "A", "a1", "X", "x1", 2, 2.0),
+            (None, "A", "a1", "X", None, 1, 1.0),
+            (2, "A", "a2", "Y", "y1", None, None),
+            (2, "B", "b1", "X", "x2", -3, -3.0),
+            (3, "B", "b1", "X", "x2", 1, 1.0),
+        ],
+    )
+    _run(con, _compile.leaf_counts(NAMES, SPEC, '"dirty"', "n", True))
+
+
+def test_golden_leaf_stats(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.leaf_stats(NAMES, SPEC.leaf_columns)
+    golden("leaf_stats.sql", _text(("leaf_stats(NAMES, ('o_mun', 'd_mun'))", sql)))
+    _dirty(world)
+    # NULL o_mun, NULL d_mun, NULL counts, the smallest count, any fractional count
+    assert _rows(world, sql) == [(0, 1, 1, -3, False)]
+
+
+def test_golden_negative_example(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.negative_example(NAMES, SPEC.leaf_columns)
+    golden("negative_example.sql", _text(("negative_example(NAMES, ('o_mun', 'd_mun'))", sql)))
+    _dirty(world)
+    assert _rows(world, sql) == [("b1", "x2", -3)]
+
+
+def test_golden_unit_nulls(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.unit_nulls('"dirty"', "u")
+    golden("unit_nulls.sql", _text(("unit_nulls('\"dirty\"', 'u')", sql)))
+    _dirty(world)
+    assert _rows(world, sql) == [(1,)]
+    assert _rows(world, _compile.unit_nulls('"trips"', "u")) == [(0,)]
+
+
+def test_golden_missing_leaf(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    origin = _compile.missing_leaf(NAMES, 0, ORIGIN)
+    destination = _compile.missing_leaf(NAMES, 1, DESTINATION)
+    golden(
+        "missing_leaf.sql",
+        _text(
+            ("missing_leaf(NAMES, 0, ('o_reg', 'o_mun'))", origin),
+            ("missing_leaf(NAMES, 1, ('d_reg', 'd_mun'))", destination),
+        ),
+    )
+    _table(
+        world,
+        "outside",
+        [*TRIPS, (4, "A", "a1", "Y", "zz", 1, 1.0), (4, "A", "a1", "Y", "zy", 1, 1.0)],
+    )
+    _scan(world, "outside")
+    assert _rows(world, origin) == []
+    assert _rows(world, destination) == [("zy", 2)]  # the first value, and how many there are
+
+
+def _bad_path(con: duckdb.DuckDBPyConnection) -> None:
+    """One row puts a1 under B (the domain has it under A)."""
+    _table(con, "bad", [*TRIPS, (5, "B", "a1", "X", "x1", 1, 1.0)])
+    _scan(con, "bad")
+
+
+def test_golden_bad_path_count(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.bad_path_count(NAMES)
+    golden("bad_path_count.sql", _text(("bad_path_count(NAMES)", sql)))
+    _scan(world, "trips")
+    assert _rows(world, sql) == [(0,)]
+    _bad_path(world)
+    assert _rows(world, sql) == [(1,)]
+
+
+def test_golden_bad_path_codes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.bad_path_codes(NAMES, SPEC)
+    golden("bad_path_codes.sql", _text(("bad_path_codes(NAMES, SPEC)", sql)))
+    _bad_path(world)
+    assert _rows(world, sql) == [(0, 0)]  # the leaf cell (a1, x1)
+
+
+def test_golden_leaf_of_code(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.leaf_of_code(NAMES, 0, ORIGIN)
+    golden("leaf_of_code.sql", _text(("leaf_of_code(NAMES, 0, ('o_reg', 'o_mun'))", sql)))
+    assert [_rows(world, sql, {"code": c}) for c in (0, 2, 3)] == [[("a1",)], [("b1",)], []]
+
+
+def test_golden_bad_path(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.bad_path(NAMES, 0, ORIGIN, '"bad"')
+    golden("bad_path.sql", _text(("bad_path(NAMES, 0, ('o_reg', 'o_mun'), '\"bad\"')", sql)))
+    _bad_path(world)
+    assert _rows(world, sql, {"leaf": "a1"}) == [("B", "a1")]  # the input's path, not the domain's
+    assert _rows(world, sql, {"leaf": "b1"}) == []
+
+
+def test_golden_total(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.total(NAMES)
+    golden("total.sql", _text(("total(NAMES)", sql)))
+    _scan(world, "trips")
+    assert _rows(world, sql) == [(11,)]
+    _run(world, f"DELETE FROM {LEAF[1]}")
+    assert _rows(world, sql) == [(0,)]
+
+
+def test_golden_row_count(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.row_count('"trips"')
+    golden("row_count.sql", _text(("row_count('\"trips\"')", sql)))
+    assert _rows(world, sql) == [(5,)]
+
+
+# ----------------------------------------------------------------------------- the write
+
+
+def _released(con: duckdb.DuckDBPyConnection) -> None:
+    """Released leaf codes: (a1, x1) 5 and (b1, x2) 7."""
+    con.register(NAMES.released, pa.table({"__leaf0": [0, 2], "__leaf1": [0, 1], "count": [5, 7]}))
+
+
+def test_golden_write_output(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.write_output(NAMES, SPEC, '"out"')
+    golden("write_output.sql", _text(("write_output(NAMES, SPEC, '\"out\"')", sql)))
+    _released(world)
+    _run(world, sql)
+    assert _rows(world, 'SELECT * FROM "out"') == [
+        ("A", "a1", "X", "x1", 5),
+        ("B", "b1", "X", "x2", 7),
+    ]
+
+
+def test_golden_levels_view(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.levels_view(SPEC, '"out_levels"', '"out"')
+    golden("levels_view.sql", _text(("levels_view(SPEC, '\"out_levels\"', '\"out\"')", sql)))
+    _released(world)
+    _run(world, _compile.write_output(NAMES, SPEC, '"out"'))
+    _run(world, sql)
+    assert _rows(world, 'SELECT * FROM "out_levels" ORDER BY ALL') == [
+        (0, "root", None, None, None, None, 12),
+        (1, "d_reg", None, None, "X", None, 12),
+        (2, "o_reg x d_reg", "A", None, "X", None, 5),
+        (2, "o_reg x d_reg", "B", None, "X", None, 7),
+        (3, "o_reg x d_mun", "A", None, "X", "x1", 5),
+        (3, "o_reg x d_mun", "B", None, "X", "x2", 7),
+        (4, "o_mun x d_mun", "A", "a1", "X", "x1", 5),
+        (4, "o_mun x d_mun", "B", "b1", "X", "x2", 7),
+    ]
