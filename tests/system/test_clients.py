@@ -176,6 +176,7 @@ def _node(script: Path, db: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.network
 def test_node_client_opens_the_release_and_runs_the_join(
     node_client: Path, compatible_db: Path
 ) -> None:
@@ -190,6 +191,7 @@ def test_node_client_opens_the_release_and_runs_the_join(
     assert [r[1] for r in result["ledger"]] == ["trips_private", "again"]
 
 
+@pytest.mark.network
 def test_node_client_cannot_open_duckdb_2_storage(node_client: Path, latest_db: Path) -> None:
     """Why the setting matters: without it the older engine refuses the file."""
     proc = _node(node_client, latest_db)
@@ -211,6 +213,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.network
 def test_an_old_duckdb_wheel_opens_the_release(tmp_path: Path, compatible_db: Path) -> None:
     venv = tmp_path / "old-duckdb"
     made = subprocess.run(

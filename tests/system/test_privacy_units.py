@@ -112,6 +112,7 @@ def test_choice_is_random_and_seed_reproducible(trips: duckdb.DuckDBPyConnection
     assert trips.execute("SELECT * FROM o ORDER BY ALL").fetchall() == first
 
 
+@pytest.mark.slow
 def test_selection_is_uniform(con: duckdb.DuckDBPyConnection) -> None:
     """One unit with 4 records in 4 cells, m = 1: each cell is kept about 1/4 of the time."""
     con.execute(

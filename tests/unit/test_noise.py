@@ -161,6 +161,7 @@ def test_mean_variance_symmetry(sigma: float) -> None:
     assert stats.chi2.sf(chi2, df=int(keep.sum())) > P_FLOOR
 
 
+@pytest.mark.slow
 def test_opendp_two_sample() -> None:
     """Two-sample chi-square against OpenDP's exact integer Gaussian (an independent sampler)."""
     dp = pytest.importorskip("opendp.prelude")
@@ -584,6 +585,7 @@ def test_laplace_mean_variance_symmetry(scale: float) -> None:
     assert stats.chi2.sf(chi2, df=int(keep.sum())) > P_FLOOR
 
 
+@pytest.mark.slow
 def test_laplace_opendp_two_sample() -> None:
     """Two-sample chi-square against OpenDP's exact integer Laplace (an independent sampler)."""
     dp = pytest.importorskip("opendp.prelude")
