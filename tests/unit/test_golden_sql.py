@@ -42,7 +42,7 @@ ORIGIN, DESTINATION = SPEC.chains
 SIZES = [(1, 2, 3), (1, 2, 3)]
 LEAF = ('"__inftda_g_leaf"', '"__inftda_g_keys"')
 #: public functions of compile.py that do not return SQL
-NOT_SQL = {"TempNames", "ancestors", "code_column", "depth_code"}
+NOT_SQL = {"TempNames", "ancestors", "code_column", "depth_code", "level_cell_columns"}
 #: golden files that are not one compile function's (tests/unit/test_compile.py)
 OTHER_GOLDEN = {"od_destination.sql"}
 
@@ -436,3 +436,211 @@ def test_golden_levels_view(world: duckdb.DuckDBPyConnection, golden: Golden) ->
         (4, "o_mun x d_mun", "A", "a1", "X", "x1", 5),
         (4, "o_mun x d_mun", "B", "b1", "X", "x2", 7),
     ]
+
+
+# ----------------------------------------------------------------------------- evaluate(), plot_zoom()
+
+
+def _evaluated(con: duckdb.DuckDBPyConnection) -> str:
+    """A released table beside the trips: (a1, x1) 5, (b1, x2) 7 and (a2, x2) 1, a cell the
+    truth does not have."""
+    con.execute(
+        "CREATE TABLE out AS SELECT * FROM (VALUES ('A','a1','X','x1',5), ('B','b1','X','x2',7), "
+        "('A','a2','X','x2',1)) r(o_reg, o_mun, d_reg, d_mun, count)"
+    ).fetchall()
+    return _compile.evaluate_cells(
+        SPEC, '"trips"', '"out"', "count(*)::BIGINT", 'sum("count")::BIGINT'
+    )
+
+
+CELLS = [  # (level, true, released) of every cell of either side
+    (0, 5, 13),
+    (1, 2, 0),  # Y
+    (1, 3, 13),  # X
+    (2, 1, 7),  # (B, X)
+    (2, 2, 0),  # (A, Y)
+    (2, 2, 6),  # (A, X)
+    (3, 0, 1),  # (A, X, x2): released only
+    (3, 1, 7),
+    (3, 2, 0),
+    (3, 2, 5),
+    (4, 0, 1),  # (a2, x2)
+    (4, 1, 0),  # (a1, y1)
+    (4, 1, 0),  # (a2, y1)
+    (4, 1, 7),
+    (4, 2, 5),
+]
+
+
+def test_golden_evaluate_cells(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    cte = _evaluated(world)
+    golden(
+        "evaluate_cells.sql",
+        _text(("evaluate_cells(SPEC, '\"trips\"', '\"out\"', count(*), sum(count))", cte)),
+    )
+    # a cell of a level is identified by its ancestors too
+    assert _compile.level_cell_columns(SPEC, 3) == ("o_reg", "d_reg", "d_mun")
+    assert _rows(world, f"{cte}\nSELECT level, t, r FROM cells ORDER BY ALL") == CELLS
+
+
+def test_golden_zoom_cells(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.zoom_cells("WITH cells AS (SELECT 1 AS level, 2 AS t, 3 AS r)")
+    golden("zoom_cells.sql", _text(("zoom_cells('WITH cells AS (...)')", sql)))
+    got = _rows(world, _compile.zoom_cells(_evaluated(world)))
+    assert [r[0] for r in got] == sorted(r[0] for r in got)  # by level
+    assert sorted(got) == CELLS[1:]  # every cell but the root
+
+
+# ----------------------------------------------------------------------------- plan()
+
+
+def test_golden_node_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    origin = _compile.node_counts(ORIGIN, '"geo_o"')
+    one = _compile.node_counts(("d_mun",), '"geo_d"')
+    golden(
+        "node_counts.sql",
+        _text(
+            ("node_counts(('o_reg', 'o_mun'), '\"geo_o\"')", origin),
+            ("node_counts(('d_mun',), '\"geo_d\"')", one),
+        ),
+    )
+    assert _rows(world, origin) == [(2, 3)]  # A, B; a1, a2, b1 (a1 is listed twice)
+    assert _rows(world, one) == [(3,)]
+    # nodes are paths: the same value under two parents is two nodes
+    world.execute("INSERT INTO geo_o VALUES ('B', 'a1')").fetchall()
+    assert _rows(world, origin) == [(2, 4)]
+
+
+# ----------------------------------------------------------------------------- the catalog
+
+
+def _names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [
+        r[0]
+        for r in _rows(
+            con,
+            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'x%' ORDER BY 1",
+        )
+    ]
+
+
+def test_golden_describe(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.describe("(SELECT o_reg, n FROM trips)")
+    golden("describe.sql", _text(("describe('(SELECT o_reg, n FROM trips)')", sql)))
+    assert [r[:2] for r in _rows(world, sql)] == [("o_reg", "VARCHAR"), ("n", "INTEGER")]
+
+
+def test_golden_describe_table(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.describe_table("geo_d")
+    golden("describe_table.sql", _text(("describe_table('geo_d')", sql)))
+    assert [r[:2] for r in _rows(world, sql)] == [("d_reg", "VARCHAR"), ("d_mun", "VARCHAR")]
+
+
+def test_golden_drop_object(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    table = _compile.drop_object("table", '"xt"')
+    view = _compile.drop_object("view", '"xv"')
+    golden(
+        "drop_object.sql",
+        _text(("drop_object('table', '\"xt\"')", table), ("drop_object('view', '\"xv\"')", view)),
+    )
+    _run(con, "CREATE TABLE xt (a INTEGER); CREATE VIEW xv AS SELECT 1 AS a")
+    _run(con, view)
+    assert _names(con) == ["xt"]
+    _run(con, table)
+    assert _names(con) == []
+    with pytest.raises(duckdb.CatalogException):  # no IF EXISTS: the caller checked the kind
+        _run(con, table)
+
+
+def test_golden_drop_temp_table(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.drop_temp_table("x_keys")
+    golden("drop_temp_table.sql", _text(("drop_temp_table('x_keys')", sql)))
+    _run(con, "CREATE TEMP TABLE x_keys (a INTEGER)")
+    _run(con, sql)
+    assert _names(con) == []
+    _run(con, sql)  # IF EXISTS: dropping twice is harmless
+
+
+def test_golden_drop_temp_view(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.drop_temp_view("x_input")
+    golden("drop_temp_view.sql", _text(("drop_temp_view('x_input')", sql)))
+    con.sql("SELECT 1 AS a").create_view("x_input")
+    _run(con, sql)
+    assert _names(con) == []
+    _run(con, sql)
+
+
+# ----------------------------------------------------------------------------- publish()
+
+
+def test_golden_string_literal(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    plain, quoted = _compile.string_literal("out.duckdb"), _compile.string_literal("it's; --")
+    golden(
+        "string_literal.sql",
+        _text(("string_literal('out.duckdb')", plain), ('string_literal("it\'s; --")', quoted)),
+    )
+    assert _rows(con, f"SELECT {plain}, {quoted}") == [("out.duckdb", "it's; --")]
+
+
+@pytest.fixture
+def in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Relative file names (fixed in the golden files) land in a fresh temporary folder."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _databases(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [
+        r[0]
+        for r in _rows(
+            con, "SELECT database_name FROM duckdb_databases() WHERE NOT internal ORDER BY 1"
+        )
+    ]
+
+
+def test_golden_attach(con: duckdb.DuckDBPyConnection, golden: Golden, in_tmp: Path) -> None:
+    latest = _compile.attach("pub.duckdb", "__inftda_pub", None)
+    old = _compile.attach("it's.duckdb", "__inftda_pub", "v1.0.0")
+    golden(
+        "attach.sql",
+        _text(
+            ("attach('pub.duckdb', '__inftda_pub', None)", latest),
+            ("attach(\"it's.duckdb\", '__inftda_pub', 'v1.0.0')", old),
+        ),
+    )
+    _run(con, old)
+    assert _databases(con) == ["__inftda_pub", "memory"]
+    tags = _rows(con, "SELECT tags FROM duckdb_databases() WHERE database_name = '__inftda_pub'")
+    assert tags == [({"storage_version": "v1.0.0+"},)]
+    _run(con, "DETACH __inftda_pub")
+    assert (in_tmp / "it's.duckdb").exists()
+    _run(con, latest)
+    assert _databases(con) == ["__inftda_pub", "memory"]
+
+
+def test_golden_copy_table(world: duckdb.DuckDBPyConnection, golden: Golden, in_tmp: Path) -> None:
+    sql = _compile.copy_table('"__inftda_pub".main."trips"', '"trips"')
+    golden(
+        "copy_table.sql", _text(('copy_table(\'"__inftda_pub".main."trips"\', \'"trips"\')', sql))
+    )
+    _run(world, _compile.attach("pub.duckdb", "__inftda_pub", None))
+    _run(world, sql)
+    assert _rows(world, 'SELECT * FROM "__inftda_pub".main.trips ORDER BY ALL') == sorted(TRIPS)
+
+
+def test_golden_use(con: duckdb.DuckDBPyConnection, golden: Golden, in_tmp: Path) -> None:
+    sql = _compile.use("__inftda_pub")
+    golden("use.sql", _text(("use('__inftda_pub')", sql)))
+    _run(con, _compile.attach("pub.duckdb", "__inftda_pub", None))
+    _run(con, sql)
+    assert _rows(con, "SELECT current_database()") == [("__inftda_pub",)]
+    _run(con, _compile.use("memory"))
+    assert _rows(con, "SELECT current_database()") == [("memory",)]
+
+
+def test_golden_detach(con: duckdb.DuckDBPyConnection, golden: Golden, in_tmp: Path) -> None:
+    sql = _compile.detach("__inftda_pub")
+    golden("detach.sql", _text(("detach('__inftda_pub')", sql)))
+    _run(con, _compile.attach("pub.duckdb", "__inftda_pub", None))
+    _run(con, sql)
+    assert _databases(con) == ["memory"]

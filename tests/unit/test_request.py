@@ -110,7 +110,7 @@ ORDER: list[tuple[str, dict[str, Any], type[Exception], str]] = [
         "privacy",
         {"privacy": "local"},
         SpecError,
-        "privacy must be 'bounded' or 'unbounded', got 'local'",
+        "privacy must be 'bounded' (replace one unit, total public) or 'unbounded'",
     ),
     ("contribution", {"contribution": 0}, SpecError, "contribution must be an integer >= 1, got 0"),
     ("distinct", {"distinct": "yes"}, SpecError, "distinct must be True or False, got 'yes'"),

@@ -1,0 +1,2 @@
+-- describe('(SELECT o_reg, n FROM trips)')
+DESCRIBE SELECT * FROM (SELECT o_reg, n FROM trips);

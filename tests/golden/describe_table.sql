@@ -1,0 +1,2 @@
+-- describe_table('geo_d')
+DESCRIBE "geo_d";

@@ -1,0 +1,2 @@
+-- detach('__inftda_pub')
+DETACH "__inftda_pub";

@@ -1,0 +1,5 @@
+-- string_literal('out.duckdb')
+'out.duckdb';
+
+-- string_literal("it's; --")
+'it''s; --';

@@ -1,0 +1,2 @@
+-- use('__inftda_pub')
+USE "__inftda_pub";
