@@ -4,10 +4,37 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import Any
 
 from inftda_sql.engines.duckdb.ledger import ReleaseRecord
+from inftda_sql.mechanisms import DEFAULT_MAX_CELLS
 
 WHEN = dt.datetime(2024, 6, 11, 12, 30, 15)
+
+#: release()'s keyword arguments with their defaults (a budget and a domain filled in)
+RELEASE_ARGS: dict[str, Any] = {
+    "hierarchy": ["region", "mun"],
+    "domain": "geo",
+    "tree": None,
+    "rho": 1.0,
+    "epsilon": None,
+    "delta": None,
+    "conversion": "tight",
+    "privacy": "bounded",
+    "privacy_unit": None,
+    "contribution": 1,
+    "distinct": False,
+    "split": None,
+    "count": None,
+    "output": None,
+    "overwrite": False,
+    "mechanism": "inftda",
+    "seed": None,
+    "domain_from_data": False,
+    "budget_override": False,
+    "levels_view": True,
+    "max_cells": DEFAULT_MAX_CELLS,
+}
 
 
 def release_record(**changes: object) -> ReleaseRecord:

@@ -23,8 +23,7 @@ from inftda_sql.engines.duckdb.engine import DuckDBEngine
 from inftda_sql.engines.duckdb.ledger import read_releases
 from inftda_sql.mechanisms import MechanismContext
 from tests.system.helpers import make_geo, make_persons, snapshot
-from tests.unit.helpers import release_record
-from tests.unit.test_request import DEFAULTS
+from tests.unit.helpers import RELEASE_ARGS, release_record
 
 GEO = ["region", "province", "mun"]
 
@@ -37,7 +36,7 @@ def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def _request(table: object = "persons", **changes: Any) -> ReleaseRequest:
-    args = {**DEFAULTS, "hierarchy": GEO, "rho": float("inf"), "seed": 1, **changes}
+    args = {**RELEASE_ARGS, "hierarchy": GEO, "rho": float("inf"), "seed": 1, **changes}
     return ReleaseRequest.from_args(table, **args)
 
 

@@ -19,34 +19,11 @@ from inftda_sql._request import (
 from inftda_sql.core.rng import CSPRNGSource, SeededSource
 from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.mechanisms import DEFAULT_MAX_CELLS, REGISTRY
-
-DEFAULTS: dict[str, Any] = {
-    "hierarchy": ["region", "mun"],
-    "domain": "geo",
-    "tree": None,
-    "rho": 1.0,
-    "epsilon": None,
-    "delta": None,
-    "conversion": "tight",
-    "privacy": "bounded",
-    "privacy_unit": None,
-    "contribution": 1,
-    "distinct": False,
-    "split": None,
-    "count": None,
-    "output": None,
-    "overwrite": False,
-    "mechanism": "inftda",
-    "seed": None,
-    "domain_from_data": False,
-    "budget_override": False,
-    "levels_view": True,
-    "max_cells": DEFAULT_MAX_CELLS,
-}
+from tests.unit.helpers import RELEASE_ARGS
 
 
 def _request(table: object = "persons", **changes: Any) -> ReleaseRequest:
-    return ReleaseRequest.from_args(table, **{**DEFAULTS, **changes})
+    return ReleaseRequest.from_args(table, **{**RELEASE_ARGS, **changes})
 
 
 def test_a_valid_request_is_normalised() -> None:
