@@ -16,7 +16,7 @@ from .._compat import COMPATIBLE_STORAGE_VERSION
 from .._errors import SpecError
 from .._version import __version__
 from ..core.spec import TREE_KINDS
-from ..mechanisms import MECHANISMS
+from ..mechanisms import REGISTRY
 
 __all__ = [
     "RELEASE_KEYS",
@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--count", help="count column of a pre-aggregated input")
     r.add_argument("--output", help="output table (default <table>_private)")
     r.add_argument("--overwrite", action="store_true", help="replace the output table")
-    r.add_argument("--mechanism", choices=list(MECHANISMS))
+    r.add_argument("--mechanism", choices=list(REGISTRY))
     r.add_argument("--seed", type=int, help="TESTS ONLY: reproducible, non-private noise")
     r.add_argument(
         "--domain-from-data",

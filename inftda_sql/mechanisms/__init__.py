@@ -64,7 +64,7 @@ def get(name: object) -> Mechanism:
     """The mechanism called ``name``, or a SpecError listing the names there are."""
     if not isinstance(name, str) or name not in REGISTRY:
         raise SpecError(
-            f"mechanism must be one of {', '.join(MECHANISMS)}; got {name!r}", param="mechanism"
+            f"mechanism must be one of {', '.join(REGISTRY)}; got {name!r}", param="mechanism"
         )
     return REGISTRY[name]
 

@@ -54,7 +54,7 @@ def _sections(file: str) -> dict[str, str]:
             current = sections.setdefault(line[len(_NAME_MARK) :].strip(), [])
         else:
             current.append(line)
-    return {name: "\n".join(lines).strip() + "\n" for name, lines in sections.items()}
+    return {name: "\n".join(lines).strip("\n").rstrip() + "\n" for name, lines in sections.items()}
 
 
 def template(name: str) -> str:
