@@ -4,8 +4,8 @@ The package is organised as the pipeline of a release:
 
 * **specifying the privacy guarantee**: :class:`Budget` (rho-zCDP, or (epsilon, delta) converted
   to rho) and :class:`Accounting` (per-level sensitivity, rho and sigma) -- ``_accounting.py``;
-* **noise**: :func:`sample_discrete_gaussian`, exact up to a proven 2**-64 statistical distance,
-  from the operating system's CSPRNG by default -- ``_noise.py``;
+* **noise**: :func:`sample_discrete_gaussian`, exact up to a proven 2**-73 statistical distance
+  per draw, from the operating system's CSPRNG by default -- ``_noise.py``;
 * **post-processing**: :func:`intopt`, the integer Chebyshev projection of InfTDA, vectorised over
   many parents -- ``_intopt.py``;
 * **releasing a table**: :func:`release` compiles the hierarchy into DuckDB SQL (``sql/``), runs the

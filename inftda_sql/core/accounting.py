@@ -18,7 +18,10 @@ This is the only module that turns a privacy budget into noise scales. Its piece
 
 * :func:`level_sensitivities`: the L2 sensitivity of every noised level of a hierarchy.
 * :func:`split_rho` and :func:`account`: the per-level budget ``rho_l`` and the discrete
-  Gaussian scale ``sigma_l = D_l / sqrt(2 rho_l)``, collected in an :class:`Accounting`.
+  Gaussian scale ``sigma_l = D_l / sqrt(2 rho_l)`` (:func:`sigma_for`), collected in an
+  :class:`Accounting`. Sensitivities are rounded up from their exact squares and every sigma
+  is rounded up: ``D_l^2 / (2 sigma_l^2) <= rho_l`` holds exactly, as rationals, and the
+  ``rho_l`` add up to at most ``rho`` exactly.
 * :func:`zcdp_compose`: sequential composition (the sum of the ``rho``s).
 * :func:`budget_verdict`: whether a release fits the budget stored for its input.
 * :func:`stability_histogram`: the discrete Laplace scale and the threshold of the Stability
@@ -74,7 +77,9 @@ __all__ = [
     "level_sensitivities",
     "rho_to_delta",
     "rho_to_epsilon",
+    "sigma_for",
     "split_rho",
+    "squared_sensitivities",
     "stability_histogram",
     "zcdp_compose",
 ]
@@ -692,17 +697,69 @@ def level_sensitivities(
         >>> level_sensitivities(2, privacy="unbounded", contribution=4, distinct=True)
         (4.0, 4.0, 2.0)
     """
+    return tuple(
+        _sqrt_up(d2)
+        for d2 in squared_sensitivities(
+            n_levels, privacy=privacy, contribution=contribution, distinct=distinct
+        )
+    )
+
+
+def squared_sensitivities(
+    n_levels: int,
+    *,
+    privacy: str = "bounded",
+    contribution: int = 1,
+    distinct: bool = False,
+) -> tuple[int, ...]:
+    """The exact squares of :func:`level_sensitivities` (integers: ``2 m^2``, ``2 m``, ``m^2``,
+    ``m``), from which the float sensitivities are rounded up.
+
+    Example:
+        >>> squared_sensitivities(2, contribution=3, distinct=True)
+        (18, 6)
+    """
     n = _check_positive_int("n_levels", n_levels)
     model = check_privacy(privacy)
     m = _check_positive_int("contribution", contribution)
     check_distinct(distinct)
     if model == "bounded":
-        general = math.sqrt(2.0) * m
-        leaf = math.sqrt(2.0 * m) if distinct else general
+        general = 2 * m * m
+        leaf = 2 * m if distinct else general
         return (general,) * (n - 1) + (leaf,)
-    general = float(m)
-    leaf = math.sqrt(m) if distinct else general
+    general = m * m
+    leaf = m if distinct else general
     return (general,) * n + (leaf,)
+
+
+def _sqrt_up(square: int) -> float:
+    """The smallest float ``d`` with ``d^2 >= square`` exactly: a sensitivity never below the
+    exact one."""
+    d = math.sqrt(square)
+    while Fraction(d) ** 2 < square:
+        d = math.nextafter(d, math.inf)
+    return d
+
+
+def sigma_for(sensitivity: float, rho: float) -> float:
+    """The discrete Gaussian scale of a ``rho``-zCDP query of L2 ``sensitivity``: the smallest
+    float ``sigma`` with ``sensitivity^2 / (2 sigma^2) <= rho`` exactly (as rationals), i.e.
+    ``sensitivity / sqrt(2 rho)`` rounded up, never a floating-point unit below it.
+
+    Example:
+        >>> sigma_for(math.sqrt(2.0), 1.0)
+        1.0000000000000002
+        >>> sigma_for(1.0, 0.5)
+        1.0
+    """
+    d2 = Fraction(sensitivity) ** 2
+    two_rho = 2 * Fraction(rho)
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    while two_rho * Fraction(sigma) ** 2 < d2:
+        sigma = math.nextafter(sigma, math.inf)
+    while (below := math.nextafter(sigma, 0.0)) > 0.0 and two_rho * Fraction(below) ** 2 >= d2:
+        sigma = below
+    return sigma
 
 
 def split_rho(
@@ -710,8 +767,8 @@ def split_rho(
 ) -> tuple[float, ...]:
     """Split a zCDP budget over the noised levels, uniformly or in proportion to ``weights``.
 
-    The last level gets the remainder, nudged down if needed, so the ``math.fsum`` of the
-    parts never exceeds ``rho``. An infinite ``rho`` gives infinite parts.
+    The last level gets the remainder, nudged down if needed, so the parts never add up to
+    more than ``rho`` (exactly, as rationals). An infinite ``rho`` gives infinite parts.
 
     Args:
         rho: total budget, ``> 0`` or ``inf``.
@@ -758,7 +815,8 @@ def split_rho(
     total = math.fsum(w)
     parts = [r * x / total for x in w[:-1]]
     last = r - math.fsum(parts)
-    while last > 0.0 and math.fsum([*parts, last]) > r:
+    exact_rest = Fraction(r) - sum(map(Fraction, parts), Fraction(0))
+    while last > 0.0 and Fraction(last) > exact_rest:  # the parts sum to <= rho exactly
         last = math.nextafter(last, 0.0)
     parts.append(last)
     if min(parts) <= 0.0:
@@ -839,12 +897,15 @@ class Accounting:
         for name, d, r, s in zip(
             self.level_names, self.level_sensitivity, self.level_rho, self.level_sigma, strict=True
         ):
-            if not (s > 0.0 and r > 0.0) or not math.isclose(
-                d * d / (2.0 * s * s), r, rel_tol=1e-9
+            if (
+                not (s > 0.0 and r > 0.0)
+                or not math.isclose(d * d / (2.0 * s * s), r, rel_tol=1e-9)
+                or Fraction(d) ** 2 > 2 * Fraction(r) * Fraction(s) ** 2
             ):
                 raise BudgetError(
                     f"level {name!r}: sigma={s!r} does not give rho={r!r} for sensitivity "
-                    f"{d!r} (need rho = D^2 / (2 sigma^2)); build accountings with account()"
+                    f"{d!r} (need D^2 / (2 sigma^2) <= rho exactly, and close to it); build "
+                    "accountings with account()"
                 )
 
     @property
@@ -991,7 +1052,7 @@ def account(
         # bounded: the root moves by at most m - 1 (units hold 1..m records); with m == 1 and
         # an explicit request, use 1 so that sigma stays positive (conservative)
         names = ("root", *names)
-        sens = (float(max(int(contribution) - 1, 1)), *sens)
+        sens = (_sqrt_up(max(int(contribution) - 1, 1) ** 2), *sens)
     if len(set(names)) != len(names):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise SpecError(f"level names must be unique, got {names!r} (repeated: {dupes!r})")
@@ -999,7 +1060,7 @@ def account(
     if budget.non_private:
         sigmas: tuple[float, ...] = (0.0,) * len(names)
     else:
-        sigmas = tuple(d / math.sqrt(2.0 * r) for d, r in zip(sens, rhos, strict=True))
+        sigmas = tuple(sigma_for(d, r) for d, r in zip(sens, rhos, strict=True))
     return Accounting(
         budget=budget,
         privacy=model,

@@ -532,7 +532,9 @@ def test_account_bounded() -> None:
     assert math.fsum(acc.level_rho) == pytest.approx(0.9, rel=1e-15)
     assert math.fsum(acc.level_rho) <= 0.9
     for d, r, s in zip(acc.level_sensitivity, acc.level_rho, acc.level_sigma, strict=True):
-        assert s == d / math.sqrt(2 * r)
+        # d / sqrt(2 r), rounded up (see test_every_sigma_is_rounded_up)
+        assert s == pytest.approx(d / math.sqrt(2 * r), rel=1e-15)
+        assert Fraction(d) ** 2 <= 2 * Fraction(r) * Fraction(s) ** 2
         assert d**2 / (2 * s**2) == pytest.approx(r, rel=1e-14)
     assert acc.level_sigma[0] == pytest.approx(2 * math.sqrt(2) / math.sqrt(0.6))
     assert acc.level_sigma[2] == pytest.approx(2 / math.sqrt(0.6))
@@ -899,3 +901,89 @@ def test_stability_histogram_bad_arguments(
     args: dict[str, Any] = {"epsilon": 1.0, "delta": 1e-6, **kwargs}
     with pytest.raises(error, match=re.escape(fragment)):
         stability_histogram(args.pop("epsilon"), args.pop("delta"), **args)
+
+
+# --------------------------------------------------------------------------------------------
+# sigma is never below the exact D / sqrt(2 rho_l): checked with rationals
+
+
+def _exact_squares(n: int, privacy: str, m: int, distinct: bool, root: bool) -> list[int]:
+    """The exact squared sensitivities per noised level, spelled out from the model (not from
+    the module under test): bounded 2m^2 (leaf 2m if distinct), root (m-1)^2 (1 if m = 1);
+    unbounded m^2 (leaf m if distinct), root m^2."""
+    if privacy == "bounded":
+        levels = [2 * m * m] * (n - 1) + [2 * m if distinct else 2 * m * m]
+        return ([max(m - 1, 1) ** 2] if root else []) + levels
+    levels = [m * m] * (n - 1) + [m if distinct else m * m]
+    return ([m * m] if root else []) + levels
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    rho=st.floats(1e-12, 1e6),
+    n=st.integers(1, 7),
+    privacy=st.sampled_from(["bounded", "unbounded"]),
+    m=st.one_of(st.integers(1, 12), st.integers(1, 10**9)),
+    distinct=st.booleans(),
+    weights=st.lists(st.floats(1e-3, 1e3), min_size=8, max_size=8),
+    use_split=st.booleans(),
+)
+def test_every_sigma_is_rounded_up(
+    rho: float,
+    n: int,
+    privacy: str,
+    m: int,
+    distinct: bool,
+    weights: list[float],
+    use_split: bool,
+) -> None:
+    """D_l^2 / (2 sigma_l^2) <= rho_l exactly for the EXACT sensitivity D_l, the rho_l add up
+    to at most rho exactly, and each sigma_l is the smallest float that does it."""
+    names = [f"l{i}" for i in range(n)]
+    root = privacy == "unbounded" or m > 1
+    split = weights[: n + int(root)] if use_split else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # large rho: epsilon above the warning
+        budget = Budget.from_args(rho=rho)
+    acc = account(
+        budget,
+        names,
+        privacy=privacy,
+        contribution=m,
+        distinct=distinct,
+        split=split,
+    )
+    squares = _exact_squares(n, privacy, m, distinct, root)
+    assert len(squares) == len(acc.level_sigma)
+    assert sum(map(Fraction, acc.level_rho), Fraction(0)) <= Fraction(rho)
+    for d2, d, r, s in zip(
+        squares, acc.level_sensitivity, acc.level_rho, acc.level_sigma, strict=True
+    ):
+        assert Fraction(d2) / (2 * Fraction(s) ** 2) <= Fraction(r)
+        # the float sensitivity is the exact one rounded up ...
+        assert Fraction(math.nextafter(d, 0.0)) ** 2 < d2 <= Fraction(d) ** 2
+        # ... and sigma the float one rounded up: one float lower breaks the inequality
+        below = math.nextafter(s, 0.0)
+        assert Fraction(d) ** 2 > 2 * Fraction(r) * Fraction(below) ** 2
+
+
+def test_rounding_up_matters() -> None:
+    """The naive float formula lands below the exact value on some inputs (so the test above
+    can fail); the accounting's sigma never does."""
+    naive_below = 0
+    for k in range(1, 120):
+        r = k / 997.0
+        d = math.sqrt(2.0)
+        naive = d / math.sqrt(2.0 * r)
+        if Fraction(2) > 2 * Fraction(r) * Fraction(naive) ** 2:
+            naive_below += 1
+        s = account(Budget.from_args(rho=r), ["a"]).level_sigma[0]
+        assert Fraction(2) <= 2 * Fraction(r) * Fraction(s) ** 2
+    assert naive_below > 0
+
+
+def test_a_hand_built_accounting_below_the_exact_sigma_is_refused() -> None:
+    acc = account(Budget.from_args(rho=0.3), ["a"])
+    below = math.nextafter(acc.level_sigma[0], 0.0)
+    with pytest.raises(BudgetError, match="exactly"):
+        dataclasses.replace(acc, level_sigma=(below,))
