@@ -122,6 +122,8 @@ __all__ = [
     "TAIL_T",
     "discrete_gaussian_pmf",
     "discrete_laplace_pmf",
+    "draw_discrete_gaussian",
+    "draw_discrete_laplace",
     "sample_discrete_gaussian",
     "sample_discrete_laplace",
 ]
@@ -510,6 +512,24 @@ def _draw(sigma: float, out: npt.NDArray[np.int64], source: RandomSource) -> Non
         _draw_rejection(sigma, out, source)
 
 
+def draw_discrete_gaussian(
+    sigma: float, size: int, *, source: RandomSource
+) -> npt.NDArray[np.int64]:
+    """``size`` draws of N_Z(0, sigma^2) from ``source``: the library's own entry point.
+
+    The mechanisms hold a :class:`~inftda_sql.core.rng.RandomSource` built once per release
+    from the user's ``seed=`` (:func:`~inftda_sql.core.rng.as_source`, which accepts only None,
+    an int or a numpy Generator); they pass it here, never through the user-facing ``rng=`` of
+    :func:`sample_discrete_gaussian`. ``sigma`` is checked as there.
+    """
+    arr = _check_sigma(sigma)
+    if arr.ndim != 0:
+        raise SpecError(f"sigma must be one number here, got shape {arr.shape}")
+    out = np.empty(math.prod(_check_size(size)), dtype=np.int64)
+    _draw(float(arr), out, source)
+    return out
+
+
 @overload
 def sample_discrete_gaussian(
     sigma: float | np.floating[Any] | np.integer[Any], size: None = None, *, rng: object = None
@@ -790,6 +810,17 @@ def _check_scale(scale: object) -> float:
     if not (math.isfinite(value) and value >= 0.0):
         raise SpecError(f"scale must be a non-negative finite number, got {value!r}")
     return value
+
+
+def draw_discrete_laplace(
+    scale: float, size: int, *, source: RandomSource
+) -> npt.NDArray[np.int64]:
+    """``size`` discrete Laplace draws of ``scale`` from ``source`` (the library's own entry
+    point; see :func:`draw_discrete_gaussian`)."""
+    b = _check_scale(scale)
+    out = np.empty(math.prod(_check_size(size)), dtype=np.int64)
+    _draw_laplace(b, out, source)
+    return out
 
 
 @overload

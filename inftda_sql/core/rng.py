@@ -85,14 +85,24 @@ class SeededSource:
 
 
 def as_source(rng: object = None) -> RandomSource:
-    """Turn a user's ``rng`` argument into a :class:`RandomSource`.
+    """Turn a user's ``seed=``/``rng=`` argument into a :class:`RandomSource`.
 
     ``None`` gives the OS CSPRNG; an ``int`` or a ``numpy.random.Generator`` gives a seeded
-    (non-cryptographic, test-only) source; an existing source is returned as is.
+    (non-cryptographic, test-only) source, marked ``seeded``. Nothing else is accepted, not even
+    an object with the random-source methods: its ``seeded`` flag would be taken on trust, and a
+    predictable source that says ``seeded=False`` would make a release recorded as private.
+    The library's own code passes the source it built here to the samplers' ``source=`` entry
+    points (:func:`~inftda_sql.core.noise.draw_discrete_gaussian`), never back through here.
+
+    Example:
+        >>> as_source(None)
+        CSPRNGSource()
+        >>> as_source(7).seeded
+        True
     """
     if rng is None:
         return CSPRNGSource()
-    if isinstance(rng, bool):
+    if isinstance(rng, (bool, np.bool_)):
         raise SpecError(f"rng/seed must be None, an int or a numpy Generator, got {rng!r}")
     if isinstance(rng, (int, np.integer)):
         if rng < 0:
@@ -100,8 +110,6 @@ def as_source(rng: object = None) -> RandomSource:
         return SeededSource(int(rng))
     if isinstance(rng, np.random.Generator):
         return SeededSource(rng)
-    if isinstance(rng, RandomSource):
-        return rng
     shown = repr(rng)
     if len(shown) > 80:
         shown = shown[:77] + "..."

@@ -14,6 +14,7 @@ touch of fresh pages) in check.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import InputDataError, SpecError
 from .arrays import I64
 from .intopt import intopt
-from .noise import sample_discrete_gaussian
+from .noise import draw_discrete_gaussian
 from .rng import RandomSource
 from .spec import TreeSpec
 from .tree import ChainTree, LevelStats, TopDownResult, key_strides
@@ -112,8 +114,19 @@ class _LevelJob:
                 first += codes[a:b] * self.strides[j]
         y = _true_counts(self.keys_true, self.counts_true, first, counts, seg, total)
         if self.sigma > 0:
-            y += sample_discrete_gaussian(self.sigma, total, rng=source)
-        x = self.optimizer(y, self.values[a:b], seg)
+            y += draw_discrete_gaussian(self.sigma, total, source=source)
+        x: I64 | None = None
+        # a SpecError is replaced below, outside any handler: not even chained to its message
+        with contextlib.suppress(SpecError):
+            x = self.optimizer(y, self.values[a:b], seg)
+        if x is None:
+            # IntOpt names the offending values, and they include true counts (the root total
+            # of bounded DP is exact): say what is wrong without them
+            raise InputDataError(
+                "the counts are too large for IntOpt's exact 64-bit arithmetic (noisy values "
+                "beyond +-2**60, or a parent whose children's sums could reach 2**63); count in "
+                "larger units (e.g. thousands) or split the input"
+            )
         del y
         kept = np.flatnonzero(x > 0)
         parent = np.searchsorted(seg, kept, side="right") - 1
@@ -159,7 +172,7 @@ def topdown(
     t0 = time.perf_counter()
     root = np.array([root_total], dtype=np.int64)
     if sigmas[0] > 0:
-        root = root + sample_discrete_gaussian(float(sigmas[0]), 1, rng=source)
+        root = root + draw_discrete_gaussian(float(sigmas[0]), 1, source=source)
         root = np.maximum(root, 0)
     codes: list[I64] = [np.zeros(int(root[0] > 0), dtype=np.int64) for _ in range(k)]
     values: I64 = root[root > 0]

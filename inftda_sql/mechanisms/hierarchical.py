@@ -22,7 +22,7 @@ import numpy as np
 
 from .._errors import InternalError
 from ..core.arrays import F64, I64
-from ..core.noise import sample_discrete_gaussian
+from ..core.noise import draw_discrete_gaussian
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
 from ..core.tree import ChainTree, LevelStats, TopDownResult
@@ -74,7 +74,7 @@ def _noisy_level(
     if sigma > 0:
         chunks = [(a, min(a + CHUNK_CELLS, n)) for a in range(0, n, CHUNK_CELLS)]
         for (a, b), src in zip(chunks, source.spawn(len(chunks)), strict=True):
-            y[a:b] += sample_discrete_gaussian(sigma, b - a, rng=src)
+            y[a:b] += draw_discrete_gaussian(sigma, b - a, source=src)
     return y
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._errors import Arg, BudgetError
 from ..core.accounting import Accounting, Budget, stability_histogram
-from ..core.noise import sample_discrete_laplace
+from ..core.noise import draw_discrete_laplace
 from ..core.tree import TopDownResult
 from ._shared import CHUNK_CELLS, decode, leaf_only_stats, level_strides
 from .base import Mechanism, MechanismContext, level_cells, level_sizes
@@ -65,7 +65,7 @@ def run_stability_histogram(ctx: MechanismContext) -> TopDownResult:
     kept_keys, kept_values = [], []
     for i, lo in enumerate(range(0, n_pos, CHUNK_CELLS)):
         hi = min(lo + CHUNK_CELLS, n_pos)
-        noisy = counts_true[lo:hi] + sample_discrete_laplace(params.scale, hi - lo, rng=sources[i])
+        noisy = counts_true[lo:hi] + draw_discrete_laplace(params.scale, hi - lo, source=sources[i])
         keep = noisy >= params.threshold
         kept_keys.append(keys_true[lo:hi][keep])
         kept_values.append(noisy[keep])

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..core.arrays import I64
-from ..core.noise import sample_discrete_gaussian
+from ..core.noise import draw_discrete_gaussian
 from ..core.rng import RandomSource
 from ..core.tree import TopDownResult
 from ._shared import decode, leaf_only_stats, level_strides, map_chunks
@@ -45,7 +45,7 @@ def run_vanilla_gauss(ctx: MechanismContext) -> TopDownResult:
         lo, hi = np.searchsorted(keys_true, [a, b])
         y[keys_true[lo:hi] - a] = counts_true[lo:hi]
         if sigma > 0:
-            y += sample_discrete_gaussian(sigma, b - a, rng=source)
+            y += draw_discrete_gaussian(sigma, b - a, source=source)
         kept = np.flatnonzero(y)
         return decode(kept + a, strides, sizes), y[kept]
 

@@ -350,13 +350,13 @@ def _run_hierarchical_recording(
     draws: list[I64] = []
     gen = np.random.default_rng(11)
 
-    def fake(sigma: float, size: int, rng: object = None) -> I64:
+    def fake(sigma: float, size: int, *, source: object) -> I64:
         noise = np.rint(gen.normal(0, sigma, size)).astype(np.int64)
         draws.append(noise)
         return noise
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_baselines, "sample_discrete_gaussian", fake)
+        mp.setattr(_baselines, "draw_discrete_gaussian", fake)
         result = run_mechanism("hierarchical", ctx)
     # noise is drawn leaf level first, then upwards (the root only when it is noised)
     noisy: dict[int, npt.NDArray[np.float64]] = {}
