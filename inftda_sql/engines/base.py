@@ -56,7 +56,12 @@ class Engine(Protocol):
         ...
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
-        """The true non-zero counts of one level: sorted mixed-radix keys and counts."""
+        """The true non-zero counts of one level: sorted mixed-radix keys and counts >= 1.
+
+        Cells with true count 0 (every record dropped by the contribution bound, explicit zero
+        rows of a ``count=`` input) are left out: a mechanism that noises the positive cells
+        only would otherwise release them. The checks of the input still see every row.
+        """
         ...
 
     def write(self, result: TopDownResult, record: ReleaseRecord) -> int:

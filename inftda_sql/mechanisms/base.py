@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._errors import Arg, SpecError
+import numpy as np
+
+from .._errors import Arg, InternalError, SpecError
 from ..core.accounting import Accounting, Budget, account
 from ..core.arrays import I64
 from ..core.rng import RandomSource
@@ -41,20 +43,62 @@ Guarantee = Literal["zCDP", "approxDP"]
 """``zCDP``: rho composes by adding; ``approxDP``: an (epsilon, delta)-DP guarantee only."""
 
 
+TrueLevel = Callable[[int, tuple[int, ...]], tuple[I64, I64]]
+"""``(level, strides) -> (sorted keys, counts)``: the true non-zero counts of a level."""
+
+
+class _NonZeroCounts:
+    """An engine's ``level_counts``, checked on every call: strictly increasing keys and counts
+    >= 1 only. Mechanisms that noise the *positive* cells only (the Stability Histogram) are
+    private only if a cell holding none of the true records (every record dropped by the
+    contribution bound, an explicit zero row of a ``count=`` input) never reaches them, so an
+    engine that breaks the contract is a bug, refused before any noise is drawn."""
+
+    def __init__(self, engine_counts: TrueLevel) -> None:
+        self.engine_counts = engine_counts
+
+    def __call__(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
+        keys, counts = self.engine_counts(level, strides)
+        if keys.shape != counts.shape or keys.ndim != 1:
+            raise InternalError(
+                f"the engine gave {keys.shape} keys but {counts.shape} counts for level {level}; "
+                "this is a bug, please report it"
+            )
+        if counts.size and int(counts.min()) < 1:
+            raise InternalError(
+                f"the engine gave {int(np.count_nonzero(counts < 1))} cell(s) of level {level} "
+                "with a true count below 1; level counts must be the non-zero cells only (a "
+                "mechanism noising positive cells would release them): this is a bug, please "
+                "report it"
+            )
+        if keys.size > 1 and not bool((keys[1:] > keys[:-1]).all()):
+            raise InternalError(
+                f"the engine gave the keys of level {level} unsorted or repeated; this is a bug, "
+                "please report it"
+            )
+        return keys, counts
+
+
 @dataclass(frozen=True)
 class MechanismContext:
     """Everything a mechanism may use. Nothing in it but ``true_level``/``total`` is private."""
 
     spec: TreeSpec
     chains: Sequence[ChainTree]
-    true_level: Callable[[int, tuple[int, ...]], tuple[I64, I64]]
-    """``(level, strides) -> (sorted keys, counts)``: true non-zero counts of a level (>= 1)."""
+    true_level: TrueLevel
+    """``(level, strides) -> (sorted keys, counts)``: true non-zero counts of a level (>= 1).
+    Whatever the engine passes is wrapped so that every call checks this (an InternalError
+    otherwise): no mechanism ever sees a cell with true count 0."""
     total: int
     accounting: Accounting
     source: RandomSource
     progress: Callable[[LevelStats], None] | None = None
     max_cells: int = DEFAULT_MAX_CELLS
     threads: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.true_level, _NonZeroCounts):
+            object.__setattr__(self, "true_level", _NonZeroCounts(self.true_level))
 
     @property
     def tree_sigmas(self) -> list[float]:
