@@ -357,6 +357,7 @@ def _record(
         budget_given=budget.given,
         contribution=acct.contribution,
         distinct_records=acct.distinct,
+        privacy_unit=scan.privacy_unit,
         level_names=list(acct.level_names),
         level_sensitivity=list(acct.level_sensitivity),
         level_rho=list(acct.level_rho),

@@ -2,14 +2,16 @@
 -- the data owner's error messages only (never into a released table).
 
 -- name: leaf_stats
--- per leaf column its NULL rows, then the count column's NULLs, minimum and whether any value
--- is fractional (from the per-cell aggregates of sql/leaf_counts.sql)
-SELECT $null_counts, coalesce(sum(__nulls), 0), min(__min), coalesce(bool_or(__frac), false)
+-- per leaf column its NULL rows, then the count column's rows that are NULL, negative, not
+-- whole numbers or beyond int64, and the leaf cells whose sum exceeds $limit (from the
+-- per-cell aggregates of sql/leaf_counts.sql); numbers of rows and cells only, never a count
+SELECT $null_counts,
+       coalesce(sum(__nulls), 0), coalesce(sum(__neg), 0), coalesce(sum(__frac), 0),
+       coalesce(sum(__big), 0), count(*) FILTER (__n > $limit)
 FROM $leaf
 
--- name: negative_example
--- a leaf cell holding a negative count
-SELECT $cols, __min FROM $leaf WHERE __min < 0 LIMIT 1
+-- name: offending_rows
+SELECT * FROM $input WHERE $condition
 
 -- name: unit_nulls
 SELECT count(*) FROM $input WHERE $unit IS NULL

@@ -18,11 +18,14 @@ class Scan:
     """What the scan of the private input found: private facts, never published.
 
     ``total`` is the true number of (kept) records N; ``diagnostics`` are facts for the data
-    owner only (rows dropped by contribution bounding).
+    owner only (rows dropped by contribution bounding); ``privacy_unit`` is the column (as the
+    catalog spells it) whose records per unit the scan bounded, None when every row was taken
+    as its own unit (the bound assumed, not enforced).
     """
 
     total: int
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    privacy_unit: str | None = None
 
 
 class Engine(Protocol):

@@ -17,13 +17,16 @@ ORDER BY ALL;
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
 -- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain.
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_t_leaf" AS
 SELECT "o_mun", "d_mun",
-       sum("n")::BIGINT AS __n,
-       min("n") AS __min,
-       false AS __frac,
+       sum("n") AS __n,
        count(*) FILTER ("n" IS NULL) AS __nulls,
+       count(*) FILTER ("n" < 0) AS __neg,
+       0 AS __frac,
+       0 AS __big,
        min(hash("o_reg", "d_reg", "d_prov")) AS __hmin,
        max(hash("o_reg", "d_reg", "d_prov")) AS __hmax
 FROM "od"

@@ -204,7 +204,7 @@ MISTAKES = [
         _release(table="agg", count="n"),
         "release {db} agg {geo} --count n",
         inftda_sql.InputDataError,
-        ["count column 'n' has negative values, e.g. -2", "mun='n2a'"],
+        ["count column 'n' has 1 row(s) with a negative value", 'WHERE "n" < 0'],
         ["counts must be non-negative integers"],
         ["counts must be non-negative integers"],
         setup="UPDATE agg SET n = -2 WHERE mun = 'n2a'",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pytest
 
 import inftda_sql
+from inftda_sql.engines.duckdb.ledger import read_releases
 
 INF = float("inf")
 
@@ -180,3 +183,35 @@ def test_null_unit_is_rejected(trips: duckdb.DuckDBPyConnection) -> None:
             trips, "trips", hierarchy=["r", "c"], domain="geo", rho=1.0, privacy_unit="u"
         )
     assert _per_unit_max(trips) == 5
+
+
+def _ledger_units(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
+    return con.execute(
+        "SELECT output_table, privacy_unit FROM inftda_releases ORDER BY release_id"
+    ).fetchall()
+
+
+def test_ledger_records_whether_the_unit_was_enforced_or_assumed(
+    trips: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """privacy_unit holds the unit column (as the catalog spells it) when the bound was
+    enforced, NULL when one record per unit was only assumed; publish() carries it over."""
+    common = {"hierarchy": ["r", "c"], "domain": "geo", "rho": 1.0}
+    inftda_sql.release(trips, "trips", **common, privacy_unit="U", output="enforced")
+    inftda_sql.release(trips, "trips", **common, output="assumed")
+    assert _ledger_units(trips) == [("enforced", "u"), ("assumed", None)]
+    for output, unit in (("enforced", "u"), ("assumed", None)):
+        path = inftda_sql.publish(trips, output, tmp_path / f"{output}.duckdb")
+        with duckdb.connect(str(path), read_only=True) as pub:
+            assert _ledger_units(pub) == [(output, unit)]
+
+
+def test_an_older_ledger_gets_the_privacy_unit_column(trips: duckdb.DuckDBPyConnection) -> None:
+    """A database written before the column existed: it is added, old rows read NULL."""
+    common = {"hierarchy": ["r", "c"], "domain": "geo", "rho": 1.0}
+    inftda_sql.release(trips, "trips", **common, output="old")
+    trips.execute("ALTER TABLE inftda_releases DROP COLUMN privacy_unit").fetchall()
+    assert [r.privacy_unit for r in read_releases(trips)] == [None]
+    inftda_sql.release(trips, "trips", **common, privacy_unit="u", output="new")
+    assert _ledger_units(trips) == [("old", None), ("new", "u")]
+    assert [r["privacy_unit"] for r in inftda_sql.ledger(trips).releases] == [None, "u"]

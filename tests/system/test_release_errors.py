@@ -131,7 +131,7 @@ DATA_CASES = [
         "UPDATE agg SET n = -2 WHERE mun = 'n2a'",
         {"table": "agg", "count": "n"},
         inftda_sql.InputDataError,
-        "-2",
+        "1 row(s) with a negative value",
     ),
     (
         "null count",
@@ -145,7 +145,7 @@ DATA_CASES = [
         "ALTER TABLE agg ALTER n TYPE DOUBLE; UPDATE agg SET n = 1.5 WHERE mun = 'n2a'",
         {"table": "agg", "count": "n"},
         inftda_sql.InputDataError,
-        "non-integer",
+        "not whole numbers",
     ),
     (
         "not nested",

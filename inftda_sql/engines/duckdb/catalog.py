@@ -22,6 +22,7 @@ __all__ = [
     "check_domain_types",
     "count_column",
     "drop_temp",
+    "is_wide_number",
     "join_type",
     "object_kind",
     "resolve_source",
@@ -67,6 +68,19 @@ def type_family(duck_type: str) -> str:
     if t in ("VARCHAR", "TEXT", "STRING") or t.startswith("ENUM") or t.startswith("VARCHAR"):
         return "string"
     return t
+
+
+def is_wide_number(duck_type: str) -> bool:
+    """Whether a numeric type can hold values whose sums overflow DuckDB's 128-bit integer
+    arithmetic (HUGEINT, UHUGEINT, DECIMAL wider than 18 digits): such counts are summed so that
+    no overflow error (which would print the values) can occur."""
+    t = duck_type.upper().replace(" ", "")
+    if t in ("HUGEINT", "UHUGEINT"):
+        return True
+    if t.startswith("DECIMAL(") and t.endswith(")"):
+        width = t[len("DECIMAL(") :].split(",")[0]
+        return width.isdigit() and int(width) > 18
+    return False
 
 
 def join_type(duck_type: str) -> str:

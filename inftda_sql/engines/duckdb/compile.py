@@ -46,9 +46,10 @@ __all__ = [
     "level_counts",
     "levels_view",
     "missing_leaf",
-    "negative_example",
     "nesting_check",
     "node_counts",
+    "not_whole",
+    "offending_rows",
     "row_count",
     "string_literal",
     "total",
@@ -157,35 +158,38 @@ def leaf_counts(
     count_is_integer: bool,
     as_varchar: frozenset[str] = frozenset(),
     bounded: bool = False,
+    wide: bool = False,
 ) -> str:
     """The single scan of the private input, grouped by the leaf column of every chain.
 
     ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
-    ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``).
+    ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``);
+    ``wide`` means the count column's type can overflow 128-bit sums (see
+    :func:`~inftda_sql.engines.duckdb.catalog.is_wide_number`): values beyond int64 are then
+    counted in ``__big`` instead of summed, so no overflow error (which would print private
+    values) can occur. Per cell it keeps, besides the sum ``__n``, the number of input rows
+    with a NULL (``__nulls``), negative (``__neg``) or non-whole (``__frac``: fractional, NaN,
+    infinite) count: the checks report how many rows are wrong, never a count.
     """
+    zero = {"count_nulls": "0", "count_neg": "0", "count_frac": "0", "count_big": "0"}
     if bounded:  # input from bound_units(): count the records each unit keeps
-        parts = {
-            "count_sum": "(count(*) FILTER (WHERE __keep))::BIGINT",
-            "count_min": "1",
-            "count_frac": "false",
-            "count_nulls": "0",
-        }
+        parts = {**zero, "count_sum": "(count(*) FILTER (WHERE __keep))::BIGINT"}
     elif count is None:
-        parts = {
-            "count_sum": "count(*)::BIGINT",
-            "count_min": "1",
-            "count_frac": "false",
-            "count_nulls": "0",
-        }
+        parts = {**zero, "count_sum": "count(*)::BIGINT"}
     else:
         n = ident(count)
+        if count_is_integer and wide:
+            count_sum = f"sum(TRY_CAST({n} AS BIGINT))"
+            count_big = f"count(*) FILTER ({n} IS NOT NULL AND TRY_CAST({n} AS BIGINT) IS NULL)"
+        else:
+            count_sum = f"sum({n})" if count_is_integer else f"sum({n}::DOUBLE)"
+            count_big = "0"
         parts = {
-            "count_sum": f"sum({n})::BIGINT" if count_is_integer else f"sum({n})::DOUBLE",
-            "count_min": f"min({n})",
-            "count_frac": "false"
-            if count_is_integer
-            else f"coalesce(bool_or({n} <> trunc({n})), false)",
+            "count_sum": count_sum,
             "count_nulls": f"count(*) FILTER ({n} IS NULL)",
+            "count_neg": f"count(*) FILTER ({n} < 0)",
+            "count_frac": "0" if count_is_integer else f"count(*) FILTER ({not_whole(count)})",
+            "count_big": count_big,
         }
     path = _path_hash(ancestors(spec), as_varchar=as_varchar)
     return render(
@@ -197,6 +201,13 @@ def leaf_counts(
         path_max=f"max({path})",
         **parts,
     )
+
+
+def not_whole(count: str) -> str:
+    """The condition on a fractional count column that holds for a value that is not a whole
+    number (fractional, NaN or infinite)."""
+    n = ident(count)
+    return f"NOT (isfinite({n}) AND {n} = trunc({n}))"
 
 
 def bad_path(names: TempNames, chain_index: int, chain: Sequence[str], input_sql: str) -> str:
@@ -289,15 +300,19 @@ def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
 # checks of the private input (sql/checks.sql), before any noise
 
 
-def leaf_stats(names: TempNames, leaf_cols: Sequence[str]) -> str:
-    """NULL rows per leaf column, then the count column's NULLs, minimum and fractions."""
+def leaf_stats(names: TempNames, leaf_cols: Sequence[str], limit: int) -> str:
+    """NULL rows per leaf column, then the count column's NULL, negative, non-whole and
+    beyond-int64 rows, and the leaf cells whose count exceeds ``limit``."""
     nulls = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in leaf_cols)
-    return render("checks.leaf_stats", null_counts=nulls, leaf=ident(names.leaf))
+    return render(
+        "checks.leaf_stats", null_counts=nulls, leaf=ident(names.leaf), limit=str(int(limit))
+    )
 
 
-def negative_example(names: TempNames, leaf_cols: Sequence[str]) -> str:
-    """A leaf cell holding a negative count."""
-    return render("checks.negative_example", cols=_cols(leaf_cols), leaf=ident(names.leaf))
+def offending_rows(input_sql: str, condition: str) -> str:
+    """The rows of the input for which ``condition`` holds (shown to the data owner as the
+    query to run; never executed by a release)."""
+    return render("checks.offending_rows", input=input_sql, condition=condition).strip()
 
 
 def unit_nulls(input_sql: str, unit: str) -> str:

@@ -79,6 +79,11 @@ class ReleaseRecord:
     budget_given: str = _column("VARCHAR NOT NULL")
     contribution: int = _column("INTEGER NOT NULL")
     distinct_records: bool = _column("BOOLEAN NOT NULL")
+    privacy_unit: str | None = _column(
+        "VARCHAR",
+        "the unit column whose records were bounded to contribution (enforced); "
+        "NULL: one record per unit assumed, not enforced",
+    )
     level_names: list[str] = _column("VARCHAR[] NOT NULL")
     level_sensitivity: list[float] = _column("DOUBLE[] NOT NULL")
     level_rho: list[float] = _column("DOUBLE[] NOT NULL")

@@ -18,12 +18,13 @@ import numpy as np
 
 from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
+from ...core.intopt import VALUE_LIMIT
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
 from . import compile as _compile
-from .catalog import Source, join_type
-from .sql import arrow, rows, run, scalar
+from .catalog import Source, is_wide_number, join_type
+from .sql import arrow, ident, rows, run, scalar
 
 __all__ = ["level_counts", "scan"]
 
@@ -41,13 +42,17 @@ def scan(
     distinct: bool,
     source: RandomSource,
 ) -> Scan:
-    """Scan the input into the keys table ``names.keys`` (one row per non-empty leaf cell)."""
+    """Scan the input into the keys table ``names.keys``: one row per leaf cell the input has
+    a row in, with its count (0 where every record was dropped by the contribution bound or
+    counted 0; :func:`level_counts` leaves those out)."""
     scan_sql, params = inp.sql, None
+    unit: str | None = None
     if privacy_unit is not None:
         unit = _check_unit(con, inp, privacy_unit, spec, count)
         salt = source.words(4).tobytes().hex()  # 256-bit secret for the random choice
         scan_sql = _compile.bound_units(spec, inp.sql, unit, distinct=distinct, m=contribution)
         params = {"salt": salt}
+    wide = count is not None and is_wide_number(inp.columns[count.lower()])
     enums = frozenset(
         c for c in spec.columns if join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
     )
@@ -59,12 +64,15 @@ def scan(
         count_is_integer,
         enums,
         bounded=privacy_unit is not None,
+        wide=wide,
     )
     run(con, leaf_sql, params)
     _validate_input(con, names, spec, count, inp)
     run(con, _compile.leaf_codes(names, spec))
     _check_paths(con, names, spec, inp)
     total = int(scalar(con, _compile.total(names)))
+    if total > COUNT_LIMIT:
+        raise InputDataError(f"{inp.description}: {_too_large(count)}")
     diagnostics: dict[str, Any] = {}
     if privacy_unit is not None:
         rows_in = int(scalar(con, _compile.row_count(inp.sql)))
@@ -76,7 +84,7 @@ def scan(
             "rows_kept": total,
             "rows_dropped": rows_in - total,
         }
-    return Scan(total=total, diagnostics=diagnostics)
+    return Scan(total=total, diagnostics=diagnostics, privacy_unit=unit)
 
 
 def level_counts(
@@ -86,7 +94,9 @@ def level_counts(
     level: int,
     strides: tuple[int, ...],
 ) -> tuple[I64, I64]:
-    """True counts of one level from the keys table: sorted mixed-radix keys and counts."""
+    """True counts of one level from the keys table: sorted mixed-radix keys and counts, the
+    non-zero cells only (``sql/level_counts.sql``; the keys table keeps the zero cells for the
+    checks of the input)."""
     tab = arrow(con, _compile.level_counts(names, spec, level, strides))
     return (
         tab.column("key").to_numpy().astype(np.int64, copy=False),
@@ -98,6 +108,14 @@ def _example(values: Sequence[object], cols: Sequence[str]) -> str:
     return ", ".join(f"{c}={v!r}" for c, v in zip(cols, values, strict=False))
 
 
+def _see_rows(inp: Source, condition: str) -> str:
+    """How the data owner lists the rows for which ``condition`` holds: a query on a named
+    input, a filter on a relation (whose temporary view is gone once the release fails)."""
+    if inp.temp_view is None:
+        return f"see them with: {_compile.offending_rows(inp.sql, condition)}"
+    return f"see them with: <your relation>.filter({condition!r})"
+
+
 def _validate_input(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
@@ -105,30 +123,60 @@ def _validate_input(
     count: str | None,
     inp: Source,
 ) -> None:
-    """Checks before any noise: NULL leaves, bad counts."""
+    """Checks before any noise: NULL leaves, bad counts, counts too large to add up exactly.
+
+    The messages name the column, how many rows are wrong and a query that lists them, never
+    a count or a value derived from counts (they may be shown or logged beyond the owner).
+    """
     cols = spec.leaf_columns
-    stats = rows(con, _compile.leaf_stats(names, cols))[0]
+    stats = rows(con, _compile.leaf_stats(names, cols, COUNT_LIMIT))[0]
     for col, n_null in zip(cols, stats[: len(cols)], strict=True):
         if n_null:
             _null_error(col, inp)
-    n_nulls, minimum, frac = stats[len(cols) :]
-    if count is not None:
-        if n_nulls:
-            raise InputDataError(
-                f"count column {count!r} has {n_nulls} NULL value(s); use 0 or drop those rows"
-            )
-        if minimum is not None and minimum < 0:
-            ex = rows(con, _compile.negative_example(names, cols))[0]
-            raise InputDataError(
-                f"count column {count!r} has negative values, e.g. {ex[-1]} at "
-                f"({_example(ex, cols)}); counts must be non-negative integers: fix or drop those "
-                f"rows in a view first (e.g. WHERE {count} >= 0)"
-            )
-        if frac:
-            raise InputDataError(
-                f"count column {count!r} has non-integer values; counts must "
-                "be whole numbers (CAST or ROUND them in a view)"
-            )
+    n_nulls, n_negative, n_not_whole, n_big, n_big_cells = (int(x) for x in stats[len(cols) :])
+    if count is None:
+        return
+    q = ident(count)
+    if n_nulls:
+        raise InputDataError(
+            f"count column {count!r} has {n_nulls:,} row(s) with NULL; use 0 or drop those "
+            f"rows in a view; {_see_rows(inp, f'{q} IS NULL')}"
+        )
+    if n_negative:
+        raise InputDataError(
+            f"count column {count!r} has {n_negative:,} row(s) with a negative value; counts "
+            f"must be non-negative integers: fix or drop those rows in a view first (e.g. WHERE "
+            f"{q} >= 0); {_see_rows(inp, f'{q} < 0')}"
+        )
+    if n_not_whole:
+        raise InputDataError(
+            f"count column {count!r} has {n_not_whole:,} row(s) that are not whole numbers "
+            "(fractional, NaN or infinite); counts must be whole numbers (CAST or ROUND them in "
+            f"a view); {_see_rows(inp, _compile.not_whole(count))}"
+        )
+    if n_big:
+        raise InputDataError(
+            f"count column {count!r} has {n_big:,} row(s) beyond the 64-bit integer range; "
+            f"{_too_large(count)}; {_see_rows(inp, f'TRY_CAST({q} AS BIGINT) IS NULL')}"
+        )
+    if n_big_cells:
+        raise InputDataError(
+            f"count column {count!r}: {n_big_cells:,} leaf cell(s) hold more than 2**60 "
+            f"records; {_too_large(count)}"
+        )
+
+
+#: The largest count a release handles: IntOpt's exact 64-bit arithmetic takes values and
+#: totals up to 2**60 (about 1.15e18).
+COUNT_LIMIT = VALUE_LIMIT
+
+
+def _too_large(count: str | None) -> str:
+    what = f"the counts of {count!r}" if count else "the number of records"
+    return (
+        f"{what} must add up to at most 2**60 (about 1.15e18) for exact integer arithmetic; "
+        "count in larger units (e.g. thousands) or split the input"
+    )
 
 
 def _check_unit(
