@@ -169,14 +169,19 @@ def _bounds(sigmas: np.ndarray, tfac: np.ndarray, root_noised: bool) -> np.ndarr
 
 
 def _optimal_split(
-    sens: np.ndarray, tfac: np.ndarray, rho: float, root_noised: bool, targets: list[int]
+    uniform_sigma: np.ndarray, tfac: np.ndarray, root_noised: bool, targets: list[int]
 ) -> np.ndarray:
     """Weights minimising the largest bound over ``targets`` (exponentiated gradient).
+
+    ``uniform_sigma`` are the accounting's sigmas for the uniform split; a level given the
+    share ``w`` of rho instead of ``1/k`` has sigma ``uniform_sigma * sqrt(1 / (k w))`` (zCDP:
+    sigma is proportional to 1 / sqrt(rho_l)). No sensitivity or sigma is derived here: the
+    chosen weights go back through :func:`~inftda_sql.core.accounting.account`.
 
     Levels outside ``targets`` keep at least a quarter of the uniform share, so that no level is
     starved of budget (and so of any accuracy) for the sake of another.
     """
-    k = sens.size
+    k = uniform_sigma.size
     w = np.full(k, 1.0 / k)
     floor = np.full(k, 0.25 / k)
     floor[targets] = 1e-6 / k
@@ -190,13 +195,13 @@ def _optimal_split(
         return weights
 
     def worst(weights: np.ndarray) -> float:
-        sig = sens / np.sqrt(2 * rho * weights)
+        sig = uniform_sigma / np.sqrt(k * weights)
         return float(_bounds(sig, tfac, root_noised)[targets].max())
 
     best, best_w = worst(w), w.copy()
     eta = 0.5
     for _ in range(3000):
-        sig = sens / np.sqrt(2 * rho * w)
+        sig = uniform_sigma / np.sqrt(k * w)
         b = _bounds(sig, tfac, root_noised)[targets]
         p = np.exp((b - b.max()) / max(b.max() * 0.01, 1e-300))
         p /= p.sum()
@@ -343,14 +348,13 @@ def plan(
     root_noised = base.level_names[0] == "root"
     all_nodes = ([1] if root_noised else []) + nodes
     tfac = _t_factors(all_nodes, beta)
-    sens = np.array(base.level_sensitivity)
     weights: Sequence[float] | None
     if isinstance(split, str):
         if split != "optimal":
             raise SpecError(f"split must be weights or 'optimal', got {split!r}", param="split")
         targets = _targets(target_levels, names, root_noised)
         weights = (
-            list(_optimal_split(sens, tfac, budget.rho, root_noised, targets))
+            list(_optimal_split(np.array(base.level_sigma), tfac, root_noised, targets))
             if not budget.non_private
             else None
         )
