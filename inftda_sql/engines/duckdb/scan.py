@@ -140,29 +140,34 @@ def _validate_input(
     if n_nulls:
         raise InputDataError(
             f"count column {count!r} has {n_nulls:,} row(s) with NULL; use 0 or drop those "
-            f"rows in a view; {_see_rows(inp, f'{q} IS NULL')}"
+            f"rows in a view; {_see_rows(inp, f'{q} IS NULL')}",
+            param="count",
         )
     if n_negative:
         raise InputDataError(
             f"count column {count!r} has {n_negative:,} row(s) with a negative value; counts "
             f"must be non-negative integers: fix or drop those rows in a view first (e.g. WHERE "
-            f"{q} >= 0); {_see_rows(inp, f'{q} < 0')}"
+            f"{q} >= 0); {_see_rows(inp, f'{q} < 0')}",
+            param="count",
         )
     if n_not_whole:
         raise InputDataError(
             f"count column {count!r} has {n_not_whole:,} row(s) that are not whole numbers "
             "(fractional, NaN or infinite); counts must be whole numbers (CAST or ROUND them in "
-            f"a view); {_see_rows(inp, _compile.not_whole(count))}"
+            f"a view); {_see_rows(inp, _compile.not_whole(count))}",
+            param="count",
         )
     if n_big:
         raise InputDataError(
             f"count column {count!r} has {n_big:,} row(s) beyond the 64-bit integer range; "
-            f"{_too_large(count)}; {_see_rows(inp, f'TRY_CAST({q} AS BIGINT) IS NULL')}"
+            f"{_too_large(count)}; {_see_rows(inp, f'TRY_CAST({q} AS BIGINT) IS NULL')}",
+            param="count",
         )
     if n_big_cells:
         raise InputDataError(
             f"count column {count!r}: {n_big_cells:,} leaf cell(s) hold more than 2**60 "
-            f"records; {_too_large(count)}"
+            f"records; {_too_large(count)}",
+            param="count",
         )
 
 
