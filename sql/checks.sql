@@ -3,7 +3,7 @@
 
 -- name: leaf_stats
 -- per leaf column its NULL rows, then the count column's rows that are NULL, negative, not
--- whole numbers or beyond int64, and the leaf cells whose sum exceeds $limit (from the
+-- whole numbers or beyond int64, and the leaf cells whose sum exceeds the limit (from the
 -- per-cell aggregates of sql/leaf_counts.sql); numbers of rows and cells only, never a count
 SELECT $null_counts,
        coalesce(sum(__nulls), 0), coalesce(sum(__neg), 0), coalesce(sum(__frac), 0),

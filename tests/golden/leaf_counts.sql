@@ -2,13 +2,16 @@
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
 -- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain.
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        count(*)::BIGINT AS __n,
-       1 AS __min,
-       false AS __frac,
        0 AS __nulls,
+       0 AS __neg,
+       0 AS __frac,
+       0 AS __big,
        min(hash("o_reg", "d_reg")) AS __hmin,
        max(hash("o_reg", "d_reg")) AS __hmax
 FROM "trips"
@@ -18,13 +21,16 @@ GROUP BY "o_mun", "d_mun";
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
 -- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain.
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       sum("n")::BIGINT AS __n,
-       min("n") AS __min,
-       false AS __frac,
+       sum("n") AS __n,
        count(*) FILTER ("n" IS NULL) AS __nulls,
+       count(*) FILTER ("n" < 0) AS __neg,
+       0 AS __frac,
+       0 AS __big,
        min(hash("o_reg", "d_reg")) AS __hmin,
        max(hash("o_reg", "d_reg")) AS __hmax
 FROM "trips"
@@ -34,13 +40,35 @@ GROUP BY "o_mun", "d_mun";
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
 -- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain.
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       sum("w")::DOUBLE AS __n,
-       min("w") AS __min,
-       coalesce(bool_or("w" <> trunc("w")), false) AS __frac,
+       sum("w"::DOUBLE) AS __n,
        count(*) FILTER ("w" IS NULL) AS __nulls,
+       count(*) FILTER ("w" < 0) AS __neg,
+       count(*) FILTER (NOT (isfinite("w") AND "w" = trunc("w"))) AS __frac,
+       0 AS __big,
+       min(hash("o_reg", "d_reg")) AS __hmin,
+       max(hash("o_reg", "d_reg")) AS __hmax
+FROM "trips"
+GROUP BY "o_mun", "d_mun";
+
+-- leaf_counts(NAMES, SPEC, ...): a 128-bit count column n (wide)
+-- The one scan of the private input, grouped by the leaf column of every chain (in a nested
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
+-- strings of every row is what a scan pays for most); instead min and max of one hash of them
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
+CREATE TEMP TABLE "__inftda_g_leaf" AS
+SELECT "o_mun", "d_mun",
+       sum(TRY_CAST("n" AS BIGINT)) AS __n,
+       count(*) FILTER ("n" IS NULL) AS __nulls,
+       count(*) FILTER ("n" < 0) AS __neg,
+       0 AS __frac,
+       count(*) FILTER ("n" IS NOT NULL AND TRY_CAST("n" AS BIGINT) IS NULL) AS __big,
        min(hash("o_reg", "d_reg")) AS __hmin,
        max(hash("o_reg", "d_reg")) AS __hmax
 FROM "trips"
@@ -50,13 +78,16 @@ GROUP BY "o_mun", "d_mun";
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
 -- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain.
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        count(*)::BIGINT AS __n,
-       1 AS __min,
-       false AS __frac,
        0 AS __nulls,
+       0 AS __neg,
+       0 AS __frac,
+       0 AS __big,
        min(hash(CAST("o_reg" AS VARCHAR), "d_reg")) AS __hmin,
        max(hash(CAST("o_reg" AS VARCHAR), "d_reg")) AS __hmax
 FROM "trips_enum"
@@ -66,13 +97,16 @@ GROUP BY "o_mun", "d_mun";
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
 -- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain.
+-- per leaf cell let the next step check every row's path against the domain. The count
+-- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
+-- never a value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        (count(*) FILTER (WHERE __keep))::BIGINT AS __n,
-       1 AS __min,
-       false AS __frac,
        0 AS __nulls,
+       0 AS __neg,
+       0 AS __frac,
+       0 AS __big,
        min(hash("o_reg", "d_reg")) AS __hmin,
        max(hash("o_reg", "d_reg")) AS __hmax
 FROM (-- Contribution bounding, before anything is counted: every privacy unit keeps at most 1 of its

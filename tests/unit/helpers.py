@@ -57,6 +57,7 @@ def release_record(**changes: object) -> ReleaseRecord:
         budget_given="rho",
         contribution=1,
         distinct_records=False,
+        privacy_unit=None,
         level_names=["region", "province", "mun"],
         level_sensitivity=[1.4142, 1.4142, 1.4142],
         level_rho=[0.25, 0.125, 0.125],

@@ -191,7 +191,7 @@ def test_golden_bound_units(world: duckdb.DuckDBPyConnection, golden: Golden) ->
 
 
 LEAF_ROWS = (
-    "SELECT o_mun, d_mun, __n, __min, __frac, __nulls, __hmin = __hmax FROM {} ORDER BY 1, 2"
+    "SELECT o_mun, d_mun, __n, __nulls, __neg, __frac, __big, __hmin = __hmax FROM {} ORDER BY 1, 2"
 )
 
 
@@ -204,6 +204,7 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
         ("microdata", ('"trips"', None, True), {}),
         ("integer count column n", ('"trips"', "n", True), {}),
         ("fractional count column w", ('"trips"', "w", False), {}),
+        ("a 128-bit count column n (wide)", ('"trips"', "n", True), {"wide": True}),
         ("an ENUM ancestor", ('"trips_enum"', None, True), {"as_varchar": frozenset({"o_reg"})}),
         ("bound_units() input", (bounded_input, None, True), {"bounded": True}),
     ]
@@ -222,25 +223,22 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
         _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
         _run(world, sql, {"salt": "ab" * 32} if "$salt" in sql else None)
         results.append(_rows(world, LEAF_ROWS.format(LEAF[0])))
-    microdata, counted, fractional, enum, bounded = results
+    microdata, counted, fractional, wide, enum, bounded = results
+    # o_mun d_mun  n  NULL, negative, not whole, beyond int64 rows  path checks out
     assert microdata == [
-        ("a1", "x1", 2, 1, False, 0, True),
-        ("a1", "y1", 1, 1, False, 0, True),
-        ("a2", "y1", 1, 1, False, 0, True),
-        ("b1", "x2", 1, 1, False, 0, True),
+        ("a1", "x1", 2, 0, 0, 0, 0, True),
+        ("a1", "y1", 1, 0, 0, 0, 0, True),
+        ("a2", "y1", 1, 0, 0, 0, 0, True),
+        ("b1", "x2", 1, 0, 0, 0, 0, True),
     ]
     assert counted == [
-        ("a1", "x1", 3, 1, False, 0, True),
-        ("a1", "y1", 1, 1, False, 0, True),
-        ("a2", "y1", 4, 4, False, 0, True),
-        ("b1", "x2", 3, 3, False, 0, True),
+        ("a1", "x1", 3, 0, 0, 0, 0, True),
+        ("a1", "y1", 1, 0, 0, 0, 0, True),
+        ("a2", "y1", 4, 0, 0, 0, 0, True),
+        ("b1", "x2", 3, 0, 0, 0, 0, True),
     ]
-    assert [r[2:5] for r in fractional] == [
-        (3.0, 1.0, False),
-        (0.5, 0.5, True),
-        (4.0, 4.0, False),
-        (3.0, 3.0, False),
-    ]
+    assert [(r[2], r[5]) for r in fractional] == [(3.0, 0), (0.5, 1), (4.0, 0), (3.0, 0)]
+    assert wide == counted
     assert enum == microdata
     assert sum(r[2] for r in bounded) == 3  # one record per unit
     # the ENUM column's path hash is taken as VARCHAR, as the domain's is: the paths check out
@@ -286,6 +284,13 @@ def test_golden_level_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -
         [(0, 2), (2, 2), (4, 1)],  # o_reg x d_mun: (A,x1), (A,y1), (B,x2)
         [(0, 2), (5, 1), (6, 1), (7, 1)],  # o_mun x d_mun: a1x1, b1x2, a1y1, a2y1
     ]
+    # cells with a true count of 0 stay in the keys table (for the checks) but in no level
+    _table(world, "with_zero", [*TRIPS, (4, "B", "b1", "Y", "y1", 0, 0.0)])
+    _scan(world, "with_zero")
+    assert _rows(world, f"SELECT count(*) FROM {LEAF[1]} WHERE n = 0") == [(1,)]
+    counts = [_rows(world, sql) for sql in compiled]
+    assert all(n > 0 for level in counts for _, n in level)
+    assert counts[-1] == [(0, 3), (5, 3), (6, 1), (7, 4)]  # b1 y1 (key 8) left out
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -308,18 +313,35 @@ def _dirty(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_golden_leaf_stats(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.leaf_stats(NAMES, SPEC.leaf_columns)
-    golden("leaf_stats.sql", _text(("leaf_stats(NAMES, ('o_mun', 'd_mun'))", sql)))
+    sql = _compile.leaf_stats(NAMES, SPEC.leaf_columns, 1)
+    golden("leaf_stats.sql", _text(("leaf_stats(NAMES, ('o_mun', 'd_mun'), 1)", sql)))
     _dirty(world)
-    # NULL o_mun, NULL d_mun, NULL counts, the smallest count, any fractional count
-    assert _rows(world, sql) == [(0, 1, 1, -3, False)]
+    # rows with NULL o_mun, NULL d_mun; count rows NULL, negative, not whole, beyond int64;
+    # leaf cells whose count exceeds the limit 1 (a1 x1 holds 2): numbers, never a count
+    assert _rows(world, sql) == [(0, 1, 1, 1, 0, 0, 1)]
 
 
-def test_golden_negative_example(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.negative_example(NAMES, SPEC.leaf_columns)
-    golden("negative_example.sql", _text(("negative_example(NAMES, ('o_mun', 'd_mun'))", sql)))
+def test_golden_offending_rows(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.offending_rows('"dirty"', '"n" < 0')
+    golden("offending_rows.sql", _text(("offending_rows('\"dirty\"', '\"n\" < 0')", sql)))
     _dirty(world)
-    assert _rows(world, sql) == [("b1", "x2", -3)]
+    assert _rows(world, sql) == [(2, "B", "b1", "X", "x2", -3, -3.0)]
+
+
+def test_golden_not_whole(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    condition = _compile.not_whole("w")
+    golden("not_whole.sql", _text(("not_whole('w')", f"SELECT {condition}")))
+    _table(
+        world,
+        "odd",
+        [(i, "A", "a1", "X", "x1", 1, w) for i, w in enumerate([2.0, 0.5, None, -1.0])],
+    )
+    world.execute(
+        "INSERT INTO odd VALUES (9, 'A', 'a1', 'X', 'x1', 1, 'nan'), "
+        "(10, 'A', 'a1', 'X', 'x1', 1, 'inf')"
+    ).fetchall()
+    got = _rows(world, f"SELECT u FROM odd WHERE {condition} ORDER BY u")
+    assert got == [(1,), (9,), (10,)]  # 0.5, NaN and infinity; a NULL is no answer
 
 
 def test_golden_unit_nulls(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:

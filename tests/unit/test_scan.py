@@ -158,22 +158,28 @@ def test_null_count(db: duckdb.DuckDBPyConnection) -> None:
     got = _error(
         db, "SELECT * REPLACE (CASE WHEN u = 1 THEN NULL ELSE n END AS n) FROM t", count="n"
     )
-    assert got == "InputDataError: count column 'n' has 4 NULL value(s); use 0 or drop those rows"
+    assert got == (
+        "InputDataError: count column 'n' has 4 row(s) with NULL; use 0 or drop those rows in a "
+        'view; see them with: SELECT * FROM "bad" WHERE "n" IS NULL'
+    )
 
 
 def test_negative_count(db: duckdb.DuckDBPyConnection) -> None:
     got = _error(db, "SELECT * REPLACE (CASE WHEN u = 2 THEN -3 ELSE n END AS n) FROM t", count="n")
+    # the number of rows and a query that lists them, never the value (-3) or its cell
     assert got == (
-        "InputDataError: count column 'n' has negative values, e.g. -3 at (mun='n2a'); counts "
-        "must be non-negative integers: fix or drop those rows in a view first (e.g. WHERE n >= 0)"
+        "InputDataError: count column 'n' has 1 row(s) with a negative value; counts must be "
+        'non-negative integers: fix or drop those rows in a view first (e.g. WHERE "n" >= 0); '
+        'see them with: SELECT * FROM "bad" WHERE "n" < 0'
     )
 
 
 def test_fractional_count(db: duckdb.DuckDBPyConnection) -> None:
     got = _error(db, "SELECT * REPLACE (n + 0.5 AS n) FROM t", count="n")
     assert got == (
-        "InputDataError: count column 'n' has non-integer values; counts must be whole numbers "
-        "(CAST or ROUND them in a view)"
+        "InputDataError: count column 'n' has 7 row(s) that are not whole numbers (fractional, "
+        "NaN or infinite); counts must be whole numbers (CAST or ROUND them in a view); see them "
+        'with: SELECT * FROM "bad" WHERE NOT (isfinite("n") AND "n" = trunc("n"))'
     )
 
 
@@ -243,7 +249,7 @@ def test_checks_run_leaves_first_then_counts_then_domain(db: duckdb.DuckDBPyConn
         "null count": "CASE WHEN u = 1 THEN NULL ELSE n END AS n",
         "outside": "CASE WHEN u = 3 THEN 'zz' ELSE mun END AS mun",
     }
-    expected = ["has NULL values", "has 4 NULL value(s)", "are not in the domain"]
+    expected = ["has NULL values", "has 4 row(s) with NULL", "are not in the domain"]
     for i, fragment in enumerate(expected):
         active = list(faults.values())[i:]
         # the leaf column can only be replaced once: the later replacement of mun wins otherwise

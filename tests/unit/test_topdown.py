@@ -74,7 +74,7 @@ class _FakeNoise:
         self._draws: Iterator[list[int]] = iter(draws)
         self.sigmas: list[float] = []
 
-    def __call__(self, sigma: float, size: int, *, rng: object) -> I64:
+    def __call__(self, sigma: float, size: int, *, source: object) -> I64:
         self.sigmas.append(sigma)
         noise = np.array(next(self._draws), dtype=np.int64)
         assert noise.size == size
@@ -86,7 +86,7 @@ def test_hand_checked_noisy_release(monkeypatch: pytest.MonkeyPatch) -> None:
     y = (3-2, 0+1) = (1, 1), projected to (2, 2) to sum to 4, and city 2 alone takes region
     1's 4. City 1 (true 0) is released with 2: zero cells are noised like any other."""
     fake = _FakeNoise([[1, -1], [-2, 1, 7]])
-    monkeypatch.setattr(_topdown, "sample_discrete_gaussian", fake)
+    monkeypatch.setattr(_topdown, "draw_discrete_gaussian", fake)
     seen: list[tuple[list[int], list[int], list[int]]] = []
 
     def recording(y: I64, targets: I64, offsets: I64) -> I64:
@@ -104,7 +104,7 @@ def test_hand_checked_noisy_release(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_noised_root_is_clamped_at_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _FakeNoise([[-20]])
-    monkeypatch.setattr(_topdown, "sample_discrete_gaussian", fake)
+    monkeypatch.setattr(_topdown, "draw_discrete_gaussian", fake)
     result = topdown(SPEC, [TREE], _truth(LEAF), [1.0, 1.0, 1.0], 8, source=SeededSource(1))
     assert result.counts.size == 0 and result.codes[0].size == 0
     assert [(s.parents, s.noised_cells, s.surviving_cells) for s in result.levels] == [

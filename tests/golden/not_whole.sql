@@ -1,0 +1,2 @@
+-- not_whole('w')
+SELECT NOT (isfinite("w") AND "w" = trunc("w"));
