@@ -30,6 +30,7 @@ from ._compat import connect, storage_version
 from ._errors import (
     BudgetError,
     BudgetExceededError,
+    ConcurrentWriteError,
     DomainError,
     InftdaError,
     InputDataError,
@@ -52,6 +53,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "BudgetExceededError",
+    "ConcurrentWriteError",
     "DomainError",
     "InftdaError",
     "InputDataError",

@@ -1,9 +1,12 @@
-"""Budget management in the database: a total budget per input table, and what was spent.
+"""Budget management in the database: a total budget per base table, and what was spent.
 
-Releases on the same input compose: under zCDP their rho add up (the ledger table
-``inftda_releases`` has one row per release). :func:`set_budget` stores a total for an input;
-:func:`check_budget` (called by ``release()`` before any noise) refuses a release that would
-spend more than what remains, unless the caller overrides it, which the ledger records. Every
+Releases that read the same table compose: under zCDP their rho add up (the ledger table
+``inftda_releases`` has one row per release, with the base tables it read). A release is charged
+to EVERY base table it reads, resolved in the catalog (any spelling, through views, relations
+and subqueries). :func:`set_budget` stores a total for a table; ``check_budget`` (called by
+``release()`` before any noise, and again in the transaction that records it) refuses a release
+that would spend more than what remains of any of them, unless the caller overrides it, which
+the ledger records. Every
 release counts, seeded and infinite-budget ones included: they were run on the data.
 (epsilon, delta)-DP releases (the Stability Histogram) do not compose in rho; on a budgeted input
 they need an explicit override.
@@ -17,19 +20,28 @@ from typing import Any
 
 import duckdb
 
-from ._errors import SpecError
+from ._errors import Func, SpecError
 from ._tables import Column, text_table
 from .core.accounting import Budget
-from .engines.duckdb.catalog import object_kind
+from .engines.duckdb.catalog import home_database, lookup, resolve
 from .engines.duckdb.ledger import (
+    BUDGET_TABLE,
+    LIBRARY_TABLES,
     BudgetRecord,
+    charges,
+    delete_budgets,
+    ensure_tables,
+    is_library_name,
+    legacy_keys,
     read_budgets,
     read_releases,
     stored_budget,
+    stored_budgets,
     upsert_budget,
 )
+from .engines.duckdb.write import atomic
 
-__all__ = ["Ledger", "budget_of", "ledger", "set_budget"]
+__all__ = ["Ledger", "budget_key", "budget_of", "ledger", "set_budget"]
 
 
 def set_budget(
@@ -44,7 +56,10 @@ def set_budget(
 ) -> Budget:
     """Store (or replace) the total privacy budget of input ``table``.
 
-    Later releases of ``table`` are refused when they would spend more than what remains.
+    ``table`` is resolved in the catalog: ``"trips"``, ``"main.trips"`` and ``"TRIPS"`` are one
+    table, and a view that reads exactly one table stands for that table. Every later release
+    that reads the table (by any name, through views, relations or subqueries) is charged to
+    it, and refused when it would spend more than what remains.
 
     Example:
         >>> import duckdb
@@ -53,29 +68,67 @@ def set_budget(
         >>> round(set_budget(con, "trips", epsilon=2.0, delta=1e-8).rho, 4)
         0.0639
     """
-    if not isinstance(table, str) or not table:
-        raise SpecError(f"set_budget needs the input table's name, got {table!r}")
-    if object_kind(con, table) is None:
-        raise SpecError(
-            f"{table!r} is not a table or view of this database; a budget belongs to an input table"
-        )
+    key = budget_key(con, table)
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
-    upsert_budget(
-        con,
-        BudgetRecord(
-            input_table=table,
-            rho=budget.rho,
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            conversion=budget.conversion,
-            set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        ),
-    )
+    with atomic(con, "the budget change"):
+        ensure_tables(con, BUDGET_TABLE)
+        home = home_database(con)
+        stale = [
+            r.input_table
+            for r in read_budgets(con)
+            if key.lower() in (k.lower() for k in legacy_keys(con, r.input_table, home))
+        ]
+        delete_budgets(con, stale)  # the same table stored under another spelling before
+        upsert_budget(
+            con,
+            BudgetRecord(
+                input_table=key,
+                rho=budget.rho,
+                epsilon=budget.epsilon,
+                delta=budget.delta,
+                conversion=budget.conversion,
+                set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            ),
+        )
     return budget
 
 
+def budget_key(con: duckdb.DuckDBPyConnection, table: object) -> str:
+    """The base table a budget of ``table`` belongs to, resolved in the catalog (any case,
+    qualified or not; a view that reads exactly one table stands for that table), as the key
+    the ledger uses (``schema.table``)."""
+    if not isinstance(table, str) or not table:
+        raise SpecError(f"set_budget needs the input table's name, got {table!r}", param="table")
+    found = lookup(con, table, param="table", role="the table of a budget")
+    if found is None:
+        raise SpecError(
+            f"{table!r} is not a table or view of this database; a budget belongs to an input "
+            "table",
+            param="table",
+        )
+    ref, kind = found
+    if is_library_name(ref.name):
+        raise SpecError(
+            f"{table!r} is a name inftda_sql keeps for its own bookkeeping "
+            f"({', '.join(LIBRARY_TABLES)}); a budget belongs to an input table",
+            param="table",
+        )
+    resolved = resolve(con, table, ref, kind, ref.sql)
+    if len(resolved.reads) != 1 or resolved.outside:
+        reads = ", ".join(str(r) for r in resolved.reads) or "no table of this database"
+        outside = f" and {', '.join(resolved.outside)}" if resolved.outside else ""
+        raise SpecError(
+            f"{table!r} is a {resolved.kind} that reads {reads}{outside}; a budget belongs to "
+            "one base table (releases are charged to every table they read): call ",
+            Func("set_budget", command="budget"),
+            " with each base table's name",
+            param="table",
+        )
+    return resolved.keys[0]
+
+
 def budget_of(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
-    """The stored budget of ``table``, or None."""
+    """The stored budget of ``table`` (resolved in the catalog), or None."""
     return stored_budget(con, table)
 
 
@@ -94,7 +147,8 @@ _LEDGER_COLUMNS = (
 
 @dataclass(frozen=True)
 class Ledger:
-    """Releases made on a database and the budget spent and remaining per input table."""
+    """Releases made on a database and the budget spent and remaining per base table
+    (``inputs``: one entry per table, keyed ``schema.table`` in ``input_table``)."""
 
     releases: list[dict[str, Any]]
     inputs: list[dict[str, Any]]
@@ -118,7 +172,9 @@ class Ledger:
         ]
         lines = text_table(_LEDGER_COLUMNS, rows)
         lines.append("")
-        lines.append("per input (zCDP: rho adds up over releases):")
+        lines.append(
+            "per base table (a release is charged to every table it reads; zCDP: rho adds up):"
+        )
         for i in self.inputs:
             budget = (
                 "no budget set"
@@ -139,7 +195,7 @@ class Ledger:
 
 
 def ledger(con: duckdb.DuckDBPyConnection) -> Ledger:
-    """The releases recorded in ``con`` and, per input table, the budget spent and remaining.
+    """The releases recorded in ``con`` and, per base table, the budget spent and remaining.
 
     Reads only: nothing is created in the database.
 
@@ -149,39 +205,35 @@ def ledger(con: duckdb.DuckDBPyConnection) -> Ledger:
         no releases recorded
     """
     releases = [r.values() for r in read_releases(con)]
-    budgets: dict[str, tuple[str, float, float, float]] = {
-        b.input_table.lower(): (b.input_table, b.rho, b.epsilon, b.delta) for b in read_budgets(con)
-    }
-    per_input: dict[str, dict[str, Any]] = {}
-    for r in releases:
-        key = r["input_table"].lower()
-        entry = per_input.setdefault(
-            key,
-            {
-                "input_table": r["input_table"],
-                "releases": 0,
-                "spent_rho": 0.0,
-                "approx_dp_releases": 0,
-            },
+    budgets = stored_budgets(con)
+    per_table: dict[str, dict[str, Any]] = {}
+
+    def entry(key: str) -> dict[str, Any]:
+        return per_table.setdefault(
+            key.lower(),
+            {"input_table": key, "releases": 0, "spent_rho": 0.0, "approx_dp_releases": 0},
         )
-        entry["releases"] += 1
-        if r["guarantee"] == "zCDP":
-            entry["spent_rho"] += r["rho"]
-        else:
-            entry["approx_dp_releases"] += 1
-    for key, (t, *_) in budgets.items():
-        per_input.setdefault(
-            key, {"input_table": t, "releases": 0, "spent_rho": 0.0, "approx_dp_releases": 0}
-        )
+
+    for charge in charges(con):
+        for key in charge.keys or (charge.input_table,):
+            e = entry(key)
+            e["releases"] += 1
+            if charge.guarantee == "zCDP" and charge.rho is not None:
+                e["spent_rho"] += charge.rho
+            else:
+                e["approx_dp_releases"] += 1
+    for key, _ in budgets.values():
+        entry(key)
     inputs = []
-    for key in sorted(per_input):
-        entry = per_input[key]
-        _, b_rho, b_eps, b_delta = budgets.get(key, (None, None, None, None))
-        entry.update(
-            budget_rho=b_rho,
-            budget_epsilon=b_eps,
-            budget_delta=b_delta,
-            remaining_rho=None if b_rho is None else b_rho - entry["spent_rho"],
+    for folded in sorted(per_table):
+        e = per_table[folded]
+        found = budgets.get(folded)
+        record = None if found is None else found[1]
+        e.update(
+            budget_rho=None if record is None else record.rho,
+            budget_epsilon=None if record is None else record.epsilon,
+            budget_delta=None if record is None else record.delta,
+            remaining_rho=None if record is None else record.rho - e["spent_rho"],
         )
-        inputs.append(entry)
+        inputs.append(e)
     return Ledger(releases=releases, inputs=inputs)

@@ -24,7 +24,7 @@ import duckdb
 from ._errors import InputDataError, SpecError
 from .engines.duckdb.sql import render, rows
 
-__all__ = ["COMPATIBLE_STORAGE_VERSION", "connect", "storage_version"]
+__all__ = ["COMPATIBLE_STORAGE_VERSION", "connect", "parse_storage_version", "storage_version"]
 
 #: The oldest storage format DuckDB 2.0 writes: readable by DuckDB 1.0 and every later version.
 COMPATIBLE_STORAGE_VERSION = "v1.0.0"
@@ -33,8 +33,14 @@ _VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 
 
-def _parse(version: str) -> tuple[int, int, int]:
-    m = _VERSION.match(version.rstrip("+"))
+def parse_storage_version(version: str) -> tuple[int, int, int]:
+    """``"v1.0.0"`` -> ``(1, 0, 0)``, or a SpecError: nothing else may name a storage format.
+
+    Example:
+        >>> parse_storage_version("v1.0.0")
+        (1, 0, 0)
+    """
+    m = _VERSION.fullmatch(version.rstrip("+"))
     if m is None:
         raise SpecError(
             f"storage_version must be a DuckDB version such as 'v1.0.0' (readable by DuckDB 1.0 "
@@ -137,7 +143,7 @@ def connect(
                 f"storage_version must be a string such as 'v1.0.0', got {storage_version!r}",
                 param="storage_version",
             )
-        wanted = _parse(storage_version)
+        wanted = parse_storage_version(storage_version)
     name = os.fspath(path)
     if not isinstance(name, str):
         raise SpecError(f"path must be a file name, got {path!r}")
@@ -171,7 +177,9 @@ def connect(
         ) from None
     if wanted is not None and existed:
         has = _read_storage_version(con, None)
-        if has is not None and _parse(has) > max(wanted, _parse(COMPATIBLE_STORAGE_VERSION)):
+        if has is not None and parse_storage_version(has) > max(
+            wanted, parse_storage_version(COMPATIBLE_STORAGE_VERSION)
+        ):
             con.close()
             raise InputDataError(
                 f"{name!r} was created in storage format {has}, which DuckDB older than {has} "

@@ -9,6 +9,8 @@ Every error names the problem, the offending value and the fix. The tree::
     ├── DomainError(ValueError)      the public domain is missing, not nested, or lacks input values
     ├── InputDataError(ValueError)   the private input has NULLs, bad counts, unknown columns ...
     ├── OutputExistsError(ValueError) the output table exists and overwrite=False
+    ├── ConcurrentWriteError(RuntimeError) another writer changed the database at the same
+    │                                time; nothing was recorded: retry
     └── InternalError(RuntimeError)  an invariant of the library failed: a bug, please report it
 
     InftdaWarning(UserWarning)       an implausible but allowed choice (e.g. a large epsilon)
@@ -56,6 +58,7 @@ __all__ = [
     "BudgetError",
     "BudgetExceededError",
     "Code",
+    "ConcurrentWriteError",
     "DomainError",
     "Func",
     "InftdaError",
@@ -291,6 +294,12 @@ class InputDataError(InftdaError, ValueError):
 
 class OutputExistsError(InftdaError, ValueError):
     """The output table already exists and ``overwrite=True`` was not given."""
+
+
+class ConcurrentWriteError(InftdaError, RuntimeError):
+    """Another release or budget change wrote to the same database at the same time, so this
+    one was rolled back whole (nothing of it is recorded). Run it again: it then sees the other
+    write (and the budget that write spent)."""
 
 
 class InternalError(InftdaError, RuntimeError):

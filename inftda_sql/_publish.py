@@ -9,6 +9,7 @@ format older DuckDB clients (SQL IDEs) can open.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -16,13 +17,20 @@ from pathlib import Path
 
 import duckdb
 
-from ._compat import COMPATIBLE_STORAGE_VERSION
+from ._compat import COMPATIBLE_STORAGE_VERSION, parse_storage_version
 from ._errors import Arg, InftdaError, OutputExistsError, SpecError
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
-from .engines.duckdb.catalog import object_kind
-from .engines.duckdb.ledger import insert_release, read_releases
-from .engines.duckdb.sql import ident, qualified, render, rows, run
+from .engines.duckdb.catalog import TableRef, home_database, lookup, resolve, split_name
+from .engines.duckdb.ledger import (
+    ReleaseRecord,
+    charges,
+    insert_release,
+    is_library_name,
+    read_releases,
+    stored_budgets,
+)
+from .engines.duckdb.sql import ident, render, rows, run
 
 __all__ = ["publish"]
 
@@ -47,9 +55,11 @@ def publish(
         output: the released table, as written by :func:`release`.
         path: the file to create.
         public_tables: tables that are public already (the geography, the domain) to copy
-            along, so that the shared file joins on its own. Never name the private input.
+            along, so that the shared file joins on its own. Resolved in the catalog; a table
+            that is, or reads, a table any release read or any budget guards is refused.
         storage_version: storage format of the new file (``"v1.0.0"``: readable by DuckDB 1.x
-            clients such as DBeaver's driver; ``"latest"`` for this DuckDB's own).
+            clients such as DBeaver's driver; ``"latest"`` for this DuckDB's own); checked to be
+            a version before it reaches the ``ATTACH`` statement.
         overwrite: replace an existing file.
         allow_non_private: publish a release the ledger marks as not private (seeded, infinite
             budget, domain from the data, budget override). Refused by default.
@@ -57,37 +67,16 @@ def publish(
     Returns:
         The path of the new file.
     """
-    if not isinstance(output, str) or object_kind(con, output) != "table":
-        raise SpecError(
-            f"{output!r} is not a table of this database; pass the ",
-            Arg("output"),
-            " of a release",
-            param="output",
-        )
-    found = read_releases(con, output=output, latest=True)
-    if not found:
-        raise SpecError(
-            f"{output!r} has no ledger row: publish() copies tables written by release()",
-            param="output",
-        )
-    record = found[0]
+    ref = _released_table(con, output)
+    record = _latest_release(con, ref, output)
     if record.non_private and not allow_non_private:
         raise InftdaError(
             f"release #{record.release_id} ({output!r}) is not private: "
             f"{'; '.join(record.non_private)}; publishing it would disclose the data. Make a "
             "private release, or pass allow_non_private=True (--allow-non-private) for test data"
         )
-    for t in public_tables:
-        if object_kind(con, t) is None:
-            raise SpecError(
-                f"public table {t!r} is not a table or view of this database",
-                param="public_tables",
-            )
-        if t.lower() == record.input_table.lower():
-            raise InftdaError(
-                f"{t!r} is the private input of this release; it cannot be published",
-                param="public_tables",
-            )
+    version = _storage_version(storage_version)
+    public = _public_tables(con, public_tables, ref)
     target = Path(os.fspath(path))
     if target.exists():
         if not overwrite:
@@ -99,22 +88,22 @@ def publish(
             )
         target.unlink()
         Path(str(target) + ".wal").unlink(missing_ok=True)
-    public = record.public()
-    view = json.loads(public.details).get("levels_view")
+    row = record.public()
+    view = json.loads(row.details).get("levels_view")
     spec = parse_hierarchy(*_hierarchy_args(record.hierarchy))
-    version = None if storage_version == "latest" else storage_version
     original = rows(con, render("catalog.current_database"))[0][0]
     run(con, _compile.attach(str(target), _ALIAS, version))
     try:
         in_copy = f"{ident(_ALIAS)}.main."
-        run(con, _compile.copy_table(in_copy + ident(output), qualified(output)))
-        for t in public_tables:
-            run(con, _compile.copy_table(in_copy + ident(t.split(".")[-1]), qualified(t)))
+        run(con, _compile.copy_table(in_copy + ident(ref.name), ref.sql))
+        for t in public:
+            run(con, _compile.copy_table(in_copy + ident(t.name), t.sql))
         run(con, _compile.use(_ALIAS))
         try:
             if view:
-                run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
-            insert_release(con, public)
+                view_name = split_name(view)[-1]
+                run(con, _compile.levels_view(spec, ident(view_name), ident(ref.name)))
+            insert_release(con, row)
         finally:
             run(con, _compile.use(original))
     except BaseException:
@@ -123,6 +112,92 @@ def publish(
         raise
     run(con, _compile.detach(_ALIAS))
     return target
+
+
+def _released_table(con: duckdb.DuckDBPyConnection, output: object) -> TableRef:
+    found = lookup(con, output, param="output", role="output") if isinstance(output, str) else None
+    if found is None or found[1] != "table":
+        raise SpecError(
+            f"{output!r} is not a table of this database; pass the ",
+            Arg("output"),
+            " of a release",
+            param="output",
+        )
+    return found[0]
+
+
+def _latest_release(con: duckdb.DuckDBPyConnection, ref: TableRef, output: str) -> ReleaseRecord:
+    """The newest ledger row whose output is the table ``ref`` (by any spelling)."""
+    for record in reversed(read_releases(con)):
+        with contextlib.suppress(SpecError):
+            found = lookup(con, record.output_table)
+            if found is not None and found[0].same(ref):
+                return record
+    raise SpecError(
+        f"{output!r} has no ledger row: publish() copies tables written by release()",
+        param="output",
+    )
+
+
+def _storage_version(storage_version: object) -> str | None:
+    """The storage version to ATTACH with (None: this DuckDB's own), checked before it goes
+    anywhere near SQL."""
+    if storage_version == "latest":
+        return None
+    if not isinstance(storage_version, str):
+        raise SpecError(
+            f"storage_version must be a string such as 'v1.0.0', got {storage_version!r}",
+            param="storage_version",
+        )
+    parse_storage_version(storage_version)
+    return storage_version
+
+
+def _public_tables(
+    con: duckdb.DuckDBPyConnection, names: object, output: TableRef
+) -> list[TableRef]:
+    """The public tables to copy, resolved; refused when one is, or reads, a table any release
+    read or any budget guards (the private inputs), or a name the library owns."""
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise SpecError(
+            f"public_tables must be a list of table names, got {names!r}", param="public_tables"
+        )
+    home = home_database(con)
+    private = {key.lower() for charge in charges(con) for key in charge.keys}
+    private |= set(stored_budgets(con))
+    out: list[TableRef] = []
+    for name in names:
+        found = lookup(con, name, param="public_tables", role="public table")
+        if found is None:
+            raise SpecError(
+                f"public table {name!r} is not a table or view of this database",
+                param="public_tables",
+            )
+        ref, kind = found
+        if is_library_name(ref.name) or ref.same(output):
+            raise SpecError(
+                f"public table {name!r} is copied by publish() itself (the release or the "
+                "ledger); leave it out of ",
+                Arg("public_tables"),
+                param="public_tables",
+            )
+        resolved = resolve(con, name, ref, kind, ref.sql)
+        hit = [k for k in (ref.key(home), *resolved.keys) if k.lower() in private]
+        if hit:
+            raise InftdaError(
+                f"{name!r} is or reads {hit[0]}, a private input of a release (or a table with "
+                "a budget); it cannot be published. Name only public tables (the geography, "
+                "the domain) in ",
+                Arg("public_tables"),
+                param="public_tables",
+            )
+        if any(t.name.lower() == ref.name.lower() for t in out):
+            raise SpecError(
+                f"two public tables are named {ref.name!r}; the shared file holds one of them",
+                param="public_tables",
+            )
+        out.append(ref)
+    return out
 
 
 def _hierarchy_args(text: str) -> tuple[list[list[str]], str]:

@@ -286,11 +286,11 @@ def release(
         non_private = request.non_private_reasons(budget_note)
         with stages("write"):
             record = _record(request, engine.domain_description, result, scan, non_private)
-            release_id = engine.write(result, record)
+            record = engine.write(result, record)
     return Release(
         output=request.output,
         levels_view=request.levels_view,
-        release_id=release_id,
+        release_id=record.release_id,
         input=request.input_description,
         spec=request.spec,
         mechanism=request.mechanism.name,
@@ -299,7 +299,7 @@ def release(
         total=int(result.counts.sum()),
         timings=stages.done(time.perf_counter() - t_start),
         seeded=request.source.seeded,
-        non_private=tuple(non_private),
+        non_private=tuple(record.non_private),
         diagnostics=dict(scan.diagnostics),
         guarantee=request.mechanism.guarantee,
         mechanism_params=record_parameters(request),
@@ -373,4 +373,5 @@ def _record(
                 "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
             }
         ),
+        base_tables=None,  # the tables the input reads, resolved when it is written
     )

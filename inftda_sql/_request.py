@@ -16,6 +16,7 @@ from ._errors import Arg, DomainError, Part, SpecError, Spelling
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
+from .engines.duckdb.catalog import split_name
 from .mechanisms import Mechanism
 from .mechanisms import get as get_mechanism
 
@@ -32,6 +33,13 @@ NO_DOMAIN: tuple[Part, ...] = (
     Arg("domain_from_data", True),
     ", which takes them from the data and records the release as NOT private",
 )
+
+
+def _is_name(text: str) -> bool:
+    try:
+        return 1 <= len(split_name(text)) <= 3
+    except ValueError:
+        return False
 
 
 def check_int(name: str, value: object, minimum: int) -> int:
@@ -153,11 +161,11 @@ class ReleaseRequest:
                     Arg("output"), " is required when the input is a relation", param="output"
                 )
             output = f"{table}_private"
-        if not isinstance(output, str) or not output or len(output.split(".")) > 2:
-            raise SpecError(f"output must be a table name, got {output!r}", param="output")
-        if isinstance(table, str) and output.lower() == table.lower():
+        if not isinstance(output, str) or not _is_name(output):
             raise SpecError(
-                f"output {output!r} is the input table; choose another name", param="output"
+                f"output must be a table name (table, schema.table or database.schema.table), "
+                f"got {output!r}",
+                param="output",
             )
         return cls(
             table=table,

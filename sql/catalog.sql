@@ -1,17 +1,45 @@
--- The catalog: what a name is, what a relation's columns are, temporary objects dropped.
+-- The catalog: what a name is, what a query reads, temporary objects dropped.
 
--- name: object_kind
--- 'BASE TABLE', 'VIEW' or 'LOCAL TEMPORARY' of a (possibly schema-qualified) name, any case
-SELECT table_type FROM information_schema.tables
-WHERE lower(table_name) = lower($$table)
-  AND ($$schema IS NULL OR lower(table_schema) = lower($$schema))
-  AND table_catalog = current_database()
+-- name: objects
+-- every table and view (temporary ones included) of a name, any case
+SELECT database_name, schema_name, table_name, 'table' AS kind
+FROM duckdb_tables()
+WHERE lower(table_name) = lower($$name)
+UNION ALL
+SELECT database_name, schema_name, view_name, 'view' AS kind
+FROM duckdb_views()
+WHERE NOT internal AND lower(view_name) = lower($$name)
+
+-- name: context
+-- where an unqualified name is looked up and created, and what else is searched
+SELECT current_database(), current_schema(), current_setting('search_path')
+
+-- name: schemas
+SELECT database_name, schema_name FROM duckdb_schemas()
+
+-- name: databases
+SELECT database_name, readonly FROM duckdb_databases()
 
 -- name: some_tables
-SELECT table_name FROM information_schema.tables
-WHERE table_catalog = current_database()
-ORDER BY table_name
+SELECT name FROM (
+    SELECT table_name AS name FROM duckdb_tables()
+    UNION ALL
+    SELECT view_name FROM duckdb_views() WHERE NOT internal
+)
+WHERE NOT starts_with(name, '__inftda')
+ORDER BY name
 LIMIT 20
+
+-- name: explain_output
+SELECT current_setting('explain_output')
+
+-- name: set_explain_output
+SET explain_output = $value
+
+-- name: explain
+-- the plans of reading a source; with explain_output = 'all' the first is the logical plan as
+-- bound, before the optimizer removes anything (every table scanned is still there)
+EXPLAIN (FORMAT json) SELECT * FROM $source
 
 -- name: describe
 DESCRIBE SELECT * FROM $source

@@ -10,6 +10,10 @@ SELECT $null_counts,
        coalesce(sum(__big), 0), count(*) FILTER (__n > $limit)
 FROM $leaf
 
+-- name: nan_leaves
+-- per floating-point leaf column, its leaf cells holding NaN (NaN is no category)
+SELECT $checks FROM $leaf
+
 -- name: offending_rows
 SELECT * FROM $input WHERE $condition
 

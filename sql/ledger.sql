@@ -22,11 +22,5 @@ SELECT coalesce(max(release_id), 0) + 1 FROM $table
 -- name: select
 SELECT $names FROM $table WHERE $where ORDER BY $order
 
--- name: spent
--- rho spent on an input (zCDP releases add up), releases made, and (epsilon, delta)-DP releases
--- that do not add up in rho
-SELECT coalesce(sum(rho) FILTER (WHERE guarantee = 'zCDP'), 0),
-       count(*),
-       count(*) FILTER (WHERE guarantee <> 'zCDP')
-FROM $table
-WHERE lower(input_table) = lower($$input)
+-- name: delete_budget
+DELETE FROM $table WHERE input_table = $$input

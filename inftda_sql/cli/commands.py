@@ -292,8 +292,8 @@ def ledger(args: argparse.Namespace) -> int:
 def budget(args: argparse.Namespace) -> int:
     """Store the total budget of an input table."""
     with _installed("budget"):
+        from .._budget import budget_key, set_budget
         from .._budget import ledger as read_ledger
-        from .._budget import set_budget
     con = _open(args.db)
     try:
         stored = set_budget(
@@ -304,10 +304,8 @@ def budget(args: argparse.Namespace) -> int:
             delta=args.delta,
             conversion=args.conversion or "tight",
         )
-        entry = next(
-            (i for i in read_ledger(con).inputs if i["input_table"].lower() == args.table.lower()),
-            None,
-        )
+        key = budget_key(con, args.table).lower()
+        entry = next((i for i in read_ledger(con).inputs if i["input_table"].lower() == key), None)
     finally:
         con.close()
     print(

@@ -42,12 +42,13 @@ class Engine(Protocol):
         ...
 
     def prepare(self) -> str | None:
-        """Check the output is free and the input's budget allows the release; return the note
-        to record when an override lets an exceeding release through."""
+        """Resolve the input, the domain and the output in the catalog; refuse an output that
+        would destroy what the release reads; check the budget of every base table the input
+        reads. Return the note to record when an override lets an exceeding release through."""
         ...
 
     def resolve(self) -> None:
-        """Resolve the input and the domain in the catalog and check their columns."""
+        """Check the columns of the input and the domain (names, types)."""
         ...
 
     def code_domains(self) -> list[ChainTree]:
@@ -67,8 +68,9 @@ class Engine(Protocol):
         """
         ...
 
-    def write(self, result: TopDownResult, record: ReleaseRecord) -> int:
-        """Write the released cells and the ledger row atomically; return the release id."""
+    def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
+        """Check the budget again, write the released cells and the ledger row atomically (one
+        transaction); return the ledger row as written, with its release id."""
         ...
 
     def close(self) -> None:

@@ -416,7 +416,7 @@ def test_ledger_formats(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     code, out, _ = run(["ledger", str(demo), "--format", "json"], capsys)
     data = json.loads(out)
     assert data["releases"][0]["output_table"] == "trips_private"
-    assert data["inputs"][0]["input_table"] == "trips"
+    assert data["inputs"][0]["input_table"] == "main.trips"  # the base table, resolved
     code, out, _ = run(["ledger", str(demo), "--format", "csv"], capsys)
     header, first = out.splitlines()[:2]
     assert header.startswith("release_id,") and first.startswith("1,")

@@ -21,6 +21,7 @@ def test_public_names_are_pinned() -> None:
         "Budget",
         "BudgetError",
         "BudgetExceededError",
+        "ConcurrentWriteError",
         "DomainError",
         "InftdaError",
         "InputDataError",

@@ -1,31 +1,64 @@
-"""Resolve user-named tables, views and relations against the DuckDB catalog.
+"""Resolve user-named tables, views and relations against the DuckDB catalog: ONE step.
 
-DuckDB cannot bind table names as parameters, so every name a user passes is looked up here
-first; only names that exist (or, for outputs, that are valid) are quoted into SQL.
+Every name the package is given (a release's input, domains and output, ``set_budget()``'s table,
+``publish()``'s public tables, ``evaluate()``'s and ``plan()``'s sources) goes through here:
+
+* :func:`lookup` finds what a name (``table``, ``schema.table`` or ``database.schema.table``, any
+  case, double quotes for odd names) denotes, the way DuckDB binds it: an unqualified name is
+  searched in the temporary objects first, then in the current schema, then the search path.
+  It becomes a :class:`TableRef` (database, schema, name), and the SQL that reads it names it
+  fully, so what is read is what was resolved.
+* :func:`base_tables` asks DuckDB's binder which base tables a source reads: the logical plan of
+  ``SELECT * FROM source`` as bound, before the optimizer prunes anything, lists every table
+  scanned, through views (bound in their own schema, as DuckDB does), relations, subqueries and
+  CTEs. A source that reads anything else (a file, an Arrow table, a data frame, a catalog
+  function) reports it in ``outside``, so budgets can refuse what they cannot charge.
+  (``duckdb.get_table_names`` is not used: it reports the names as spelled inside view bodies,
+  which DuckDB resolves in the view's schema, so ``trips`` there may be ``s.trips``.)
+* :func:`resolve_target` places an output: the database and schema ``CREATE TABLE`` would use,
+  which must exist and be writable, and the object already there, if any.
+* :func:`resolve_source` turns a name, a relation or a ``{column: [values]}`` mapping into a
+  :class:`Source`: SQL to read, columns, and its :class:`Resolved` identity.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from ..._errors import DomainError, InputDataError, SpecError
+from ..._errors import Arg, DomainError, InftdaError, InputDataError, InternalError, SpecError
+from . import compile as _compile
 from .compile import describe, drop_temp_view
-from .sql import ident, qualified, render, rows, run
+from .sql import ident, render, rows, run, scalar
 
 __all__ = [
+    "LIBRARY_PREFIX",
+    "Resolved",
     "Source",
+    "TableRef",
+    "Target",
+    "base_tables",
     "check_domain_types",
+    "check_scalar_type",
     "count_column",
     "drop_temp",
+    "existing",
+    "home_database",
     "is_wide_number",
     "join_type",
+    "lookup",
     "object_kind",
+    "reads_view",
+    "resolve",
     "resolve_source",
+    "resolve_target",
+    "split_name",
     "type_family",
 ]
 
@@ -34,15 +67,361 @@ _INTEGER_TYPES = {
     "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
 }  # fmt: skip
 
+#: the prefix of every temporary object a release creates (reserved, like the library's tables)
+LIBRARY_PREFIX = "__inftda"
+
+#: plan leaves that read no data (constants, generators, references to a CTE planned elsewhere)
+_DATA_FREE = frozenset(
+    {"DUMMY_SCAN", "EXPRESSION_GET", "RANGE", "GENERATE_SERIES", "CTE_SCAN", "DELIM_GET"}
+    | {"EMPTY_RESULT"}
+)
+
+
+def split_name(text: str) -> tuple[str, ...]:
+    """The dot-separated parts of a name; double quotes keep dots and quotes (``""``) inside.
+
+    Raises ValueError for an empty part or an unclosed quote.
+
+    Example:
+        >>> split_name('"temp".main."my.table"'), split_name("Main.Trips")
+        (('temp', 'main', 'my.table'), ('Main', 'Trips'))
+    """
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            if ch == '"' and text[i + 1 : i + 2] == '"':
+                current.append('"')
+                i += 1
+            elif ch == '"':
+                quoted = False
+            else:
+                current.append(ch)
+        elif ch == '"':
+            quoted = True
+        elif ch == ".":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    if quoted or not all(parts):
+        raise ValueError(f"not a table name: {text!r}")
+    return tuple(parts)
+
+
+def _spell(part: str) -> str:
+    plain = part.isascii() and part.replace("_", "a").isalnum() and not part[0].isdigit()
+    return part if plain else ident(part)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table or view of the catalog: its database, schema and name as the catalog spells
+    them. Compare with :meth:`same` (DuckDB names are case-insensitive)."""
+
+    database: str
+    schema: str
+    name: str
+
+    @property
+    def sql(self) -> str:
+        """The fully qualified, quoted name."""
+        return ".".join(ident(p) for p in (self.database, self.schema, self.name))
+
+    @property
+    def folded(self) -> tuple[str, str, str]:
+        return (self.database.lower(), self.schema.lower(), self.name.lower())
+
+    def same(self, other: TableRef) -> bool:
+        return self.folded == other.folded
+
+    def key(self, home: str) -> str:
+        """The name budgets and the ledger use: ``schema.name`` for a table of ``home`` (the
+        database holding the ledger, whatever its file is called), else
+        ``database.schema.name``.
+
+        Example:
+            >>> TableRef("work", "main", "trips").key("work")
+            'main.trips'
+            >>> TableRef("temp", "main", "my trips").key("work")
+            'temp.main."my trips"'
+        """
+        parts: tuple[str, ...] = (self.schema, self.name)
+        if self.database.lower() != home.lower():
+            parts = (self.database, *parts)
+        return ".".join(_spell(p) for p in parts)
+
+    def __str__(self) -> str:
+        return ".".join(_spell(p) for p in (self.database, self.schema, self.name))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a name or relation is in the catalog and which base tables it reads.
+
+    ``kind`` is ``"table"``, ``"view"``, ``"temp table"``, ``"temp view"`` or ``"relation"``
+    (a relation or declared values: ``ref`` is None). ``reads`` are the base tables read
+    (through views), ``outside`` what is read from outside the catalog (files, Arrow tables,
+    data frames), by plan operator. ``home`` is the database that holds the ledger.
+    """
+
+    spelling: str
+    ref: TableRef | None
+    kind: str
+    reads: tuple[TableRef, ...]
+    outside: tuple[str, ...]
+    home: str
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The budget keys of the base tables read (see :meth:`TableRef.key`)."""
+        return tuple(r.key(self.home) for r in self.reads)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output goes: its place in the catalog and what is there now (``existing``:
+    ``"table"``, ``"view"`` or None)."""
+
+    spelling: str
+    ref: TableRef
+    existing: str | None
+
+
+@dataclass(frozen=True)
+class _Context:
+    database: str
+    schema: str
+    search: tuple[tuple[str, str], ...]
+
+
+def _context(con: duckdb.DuckDBPyConnection) -> _Context:
+    database, schema, path = rows(con, render("catalog.context"))[0]
+    search: list[tuple[str, str]] = []
+    for entry in str(path or "").split(","):
+        with contextlib.suppress(ValueError):
+            parts = split_name(entry.strip())
+            if len(parts) == 1:
+                search.append((str(database), parts[0]))
+            elif len(parts) == 2:
+                search.append((parts[0], parts[1]))
+    return _Context(str(database), str(schema), tuple(search))
+
+
+def _parts(name: object, param: str | None, role: str) -> tuple[str, ...]:
+    parts: tuple[str, ...] = ()
+    if isinstance(name, str):
+        with contextlib.suppress(ValueError):
+            parts = split_name(name)
+    if not 1 <= len(parts) <= 3:
+        raise SpecError(
+            f"{role} must be a table or view name (table, schema.table or "
+            f"database.schema.table), got {name!r}",
+            param=param,
+        )
+    return parts
+
+
+def _objects(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[TableRef, str]]:
+    found = rows(con, render("catalog.objects"), {"name": name})
+    return [(TableRef(str(d), str(s), str(n)), str(kind)) for d, s, n, kind in found]
+
+
+def _databases(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, bool]]:
+    return {str(d).lower(): (str(d), bool(ro)) for d, ro in rows(con, render("catalog.databases"))}
+
+
+def _locations(
+    con: duckdb.DuckDBPyConnection, parts: tuple[str, ...], ctx: _Context, param: str | None
+) -> list[tuple[str, str]]:
+    """The (database, schema) pairs a name's last part is looked up in, in DuckDB's order."""
+    if len(parts) == 3:
+        return [(parts[0], parts[1])]
+    if len(parts) == 2:
+        first = parts[0].lower()
+        is_schema = any(
+            str(d).lower() == ctx.database.lower() and str(s).lower() == first
+            for d, s in rows(con, render("catalog.schemas"))
+        )
+        is_database = first in _databases(con)
+        if is_schema and is_database:
+            raise SpecError(
+                f"{'.'.join(parts)!r} is ambiguous: {parts[0]!r} is both a schema and a "
+                f"database; name it fully, e.g. {ctx.database}.{'.'.join(parts)}",
+                param=param,
+            )
+        return [(parts[0], "main")] if is_database else [(ctx.database, parts[0])]
+    return [("temp", "main"), (ctx.database, ctx.schema), *ctx.search]
+
+
+def lookup(
+    con: duckdb.DuckDBPyConnection, name: str, *, param: str | None = None, role: str = "name"
+) -> tuple[TableRef, str] | None:
+    """The table or view ``name`` denotes and its kind (``"table"``/``"view"``), or None."""
+    parts = _parts(name, param, role)
+    found = _objects(con, parts[-1])
+    for database, schema in _locations(con, parts, _context(con), param):
+        for ref, kind in found:
+            if ref.database.lower() == database.lower() and ref.schema.lower() == schema.lower():
+                return ref, kind
+    return None
+
+
+def object_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """'table' or 'view' if ``name`` (optionally qualified) exists, else None."""
+    try:
+        found = lookup(con, name)
+    except SpecError:
+        return None
+    return None if found is None else found[1]
+
+
+def base_tables(
+    con: duckdb.DuckDBPyConnection, source_sql: str
+) -> tuple[tuple[TableRef, ...], tuple[str, ...]]:
+    """The base tables ``SELECT * FROM source_sql`` reads, and the plan operators that read
+    from outside the catalog (e.g. ``READ_CSV``, ``PYTHON_ARROW_SCAN``).
+
+    Example:
+        >>> import duckdb
+        >>> con = duckdb.connect()
+        >>> _ = con.execute("CREATE TABLE trips (a INTEGER); CREATE VIEW v AS FROM trips")
+        >>> reads, outside = base_tables(con, "(SELECT * FROM v WHERE a IN (SELECT 1))")
+        >>> [str(r) for r in reads], outside
+        (['memory.main.trips'], ())
+    """
+    previous = str(scalar(con, render("catalog.explain_output"))).lower()
+    run(con, _compile.set_explain_output("all"))
+    try:
+        plans = rows(con, _compile.explain(source_sql))
+    finally:
+        run(con, _compile.set_explain_output(previous))
+    logical = next((text for kind, text in plans if kind == "logical_plan"), None)
+    if logical is None:
+        raise InternalError("DuckDB's EXPLAIN gave no logical plan to read the tables from")
+    reads: dict[tuple[str, str, str], TableRef] = {}
+    outside: set[str] = set()
+    stack: list[Any] = list(json.loads(logical))
+    while stack:
+        node = stack.pop()
+        children = node.get("children") or []
+        table = (node.get("extra_info") or {}).get("Table")
+        parts: tuple[str, ...] = ()
+        if isinstance(table, str):
+            with contextlib.suppress(ValueError):
+                parts = split_name(table)
+        if len(parts) == 3:
+            ref = TableRef(*parts)
+            reads.setdefault(ref.folded, ref)
+        elif table is not None or (not children and node.get("name") not in _DATA_FREE):
+            outside.add(str(node.get("name")))
+        stack.extend(children)
+    return tuple(sorted(reads.values(), key=lambda r: r.folded)), tuple(sorted(outside))
+
+
+def home_database(con: duckdb.DuckDBPyConnection) -> str:
+    """The database that holds the ledger: the current one."""
+    return str(scalar(con, render("catalog.current_database")))
+
+
+def resolve(
+    con: duckdb.DuckDBPyConnection, spelling: str, ref: TableRef | None, kind: str, sql: str
+) -> Resolved:
+    """The :class:`Resolved` identity of a source read by ``sql``."""
+    reads, outside = base_tables(con, sql)
+    if ref is not None and ref.database.lower() == "temp":
+        kind = f"temp {kind}"
+    return Resolved(spelling, ref, kind, reads, outside, home_database(con))
+
+
+def resolve_target(
+    con: duckdb.DuckDBPyConnection, name: object, *, param: str = "output"
+) -> Target:
+    """Where ``CREATE TABLE name`` puts a table, checked: the database is attached and writable
+    and the schema exists; ``existing`` says what is there now."""
+    parts = _parts(name, param, "output")
+    assert isinstance(name, str)
+    ctx = _context(con)
+    if len(parts) == 1:
+        database, schema = ctx.database, ctx.schema
+    else:
+        database, schema = _locations(con, parts, ctx, param)[0]
+    databases = _databases(con)
+    if database.lower() not in databases:
+        raise SpecError(
+            f"{name!r} names database {database!r}, which is not attached to this connection; "
+            "ATTACH it first or choose another ",
+            Arg(param),
+            param=param,
+        )
+    database, read_only = databases[database.lower()]
+    schemas = [
+        str(s)
+        for d, s in rows(con, render("catalog.schemas"))
+        if str(d).lower() == database.lower() and str(s).lower() == schema.lower()
+    ]
+    if not schemas:
+        raise SpecError(
+            f"schema {schema!r} does not exist in database {database!r}, so {name!r} cannot be "
+            f"created; run CREATE SCHEMA {_spell(schema)} first or choose another ",
+            Arg(param),
+            param=param,
+        )
+    if read_only:
+        raise InputDataError(
+            f"database {database!r} is open read-only, so {name!r} cannot be written; connect "
+            "without read_only=True (and close other programs holding the file)",
+            param=param,
+        )
+    existing = [
+        (ref, kind)
+        for ref, kind in _objects(con, parts[-1])
+        if ref.database.lower() == database.lower() and ref.schema.lower() == schemas[0].lower()
+    ]
+    if existing:
+        return Target(name, existing[0][0], existing[0][1])
+    return Target(name, TableRef(database, schemas[0], parts[-1]), None)
+
+
+def existing(con: duckdb.DuckDBPyConnection, ref: TableRef) -> str | None:
+    """What is at exactly ``ref`` now: ``"table"``, ``"view"`` or None."""
+    for found, kind in _objects(con, ref.name):
+        if found.same(ref):
+            return kind
+    return None
+
+
+def reads_view(con: duckdb.DuckDBPyConnection, view: TableRef, sources: Sequence[str]) -> bool:
+    """Whether any of ``sources`` (SQL) reads the view ``view``: they are bound without it,
+    inside a transaction that is rolled back (views keep no dependency list in DuckDB)."""
+    run(con, "BEGIN TRANSACTION")
+    try:
+        run(con, _compile.drop_object("view", view.sql))
+        for sql in sources:
+            try:
+                rows(con, describe(sql))
+            except duckdb.Error:
+                return True
+        return False
+    finally:
+        run(con, "ROLLBACK")
+
 
 @dataclass(frozen=True)
 class Source:
-    """A readable input or domain: SQL to select from, a description, its columns and types."""
+    """A readable input or domain: SQL to select from, a description, its columns and types,
+    and what it is in the catalog."""
 
     sql: str
     description: str
     columns: Mapping[str, str]  # lower-case name -> DuckDB type
     names: Mapping[str, str]  # lower-case name -> name as stored
+    resolved: Resolved
     temp_view: str | None = None
 
     def column(self, name: str, role: str, error: type[Exception] = InputDataError) -> str:
@@ -104,29 +483,39 @@ def count_column(src: Source, name: object, role: str = "count column") -> tuple
     return stored, family == "integer"
 
 
-def object_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
-    """'table' or 'view' if ``name`` (optionally schema-qualified) exists, else None."""
-    parts = name.split(".")
-    schema, table = (parts[0], parts[1]) if len(parts) == 2 else (None, name)
-    found = rows(con, render("catalog.object_kind"), {"table": table, "schema": schema})
-    if not found:
-        return None
-    return "view" if "VIEW" in str(found[0][0]).upper() else "table"
+def check_scalar_type(src: Source, column: str, role: str, error: type[InftdaError]) -> None:
+    """Refuse a column of a nested type (LIST, ARRAY, STRUCT, MAP, UNION): a hierarchy level
+    or a privacy unit needs one plain value per row."""
+    duck_type = src.columns[column.lower()]
+    t = duck_type.upper()
+    if t.endswith("]") or t.startswith(("STRUCT", "MAP", "UNION")):
+        stored = src.names[column.lower()]
+        raise error(
+            f"{role} {stored!r} of {src.description} has type {duck_type}, a nested type; it "
+            "needs one plain value (text, number, date) per row: pick a field or UNNEST it in a "
+            f"view first (e.g. SELECT * REPLACE ({stored}[1] AS {stored}) FROM ...)"
+        )
 
 
 def _describe(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows(con, describe(sql))]
 
 
-def _temp_source(con: duckdb.DuckDBPyConnection, temp_name: str, description: str) -> Source:
-    sql = ident(temp_name)
+def _source(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    description: str,
+    resolved: Resolved,
+    temp_view: str | None = None,
+) -> Source:
     cols = _describe(con, sql)
     return Source(
         sql,
         description,
         {n.lower(): t for n, t in cols},
         {n.lower(): n for n, _ in cols},
-        temp_view=temp_name,
+        resolved,
+        temp_view=temp_view,
     )
 
 
@@ -136,7 +525,8 @@ def resolve_source(
     *,
     role: str,
     temp_name: str,
-    error: type[Exception] = InputDataError,
+    error: type[InftdaError] = InputDataError,
+    param: str | None = None,
 ) -> Source:
     """Turn a table/view name, a DuckDB relation or a column mapping into a :class:`Source`.
 
@@ -145,23 +535,27 @@ def resolve_source(
     which the caller drops.
     """
     if isinstance(obj, str):
-        if not obj or len(obj.split(".")) > 2:
-            raise SpecError(f"{role} must be a table or view name, got {obj!r}")
-        if object_kind(con, obj) is None:
+        found = lookup(con, obj, param=param, role=role)
+        if found is None:
             tables = [r[0] for r in rows(con, render("catalog.some_tables"))]
             hint = ", ".join(tables) if tables else "(none)"
-            raise error(f"{role} {obj!r} is not a table or view of this database; existing: {hint}")
-        sql = qualified(obj)
-        cols = _describe(con, sql)
-        return Source(
-            sql, f"table {obj!r}", {n.lower(): t for n, t in cols}, {n.lower(): n for n, _ in cols}
-        )
+            raise error(
+                f"{role} {obj!r} is not a table or view of this database; existing: {hint}",
+                param=param,
+            )
+        ref, kind = found
+        resolved = resolve(con, obj, ref, kind, ref.sql)
+        return _source(con, ref.sql, f"{resolved.kind} {obj!r}", resolved)
     if isinstance(obj, duckdb.DuckDBPyRelation):
         try:
             obj.create_view(temp_name, replace=True)
         except duckdb.Error as exc:
-            raise error(f"{role}: the DuckDB relation cannot be used here ({exc})") from exc
-        return _temp_source(con, temp_name, f"the {role} relation")
+            raise error(
+                f"{role}: the DuckDB relation cannot be used here ({exc})", param=param
+            ) from exc
+        sql = ident(temp_name)
+        resolved = resolve(con, "<relation>", None, "relation", sql)
+        return _source(con, sql, f"the {role} relation", resolved, temp_name)
     if isinstance(obj, Mapping):
         data = {}
         for col, values in obj.items():
@@ -171,23 +565,28 @@ def resolve_source(
                 or not isinstance(values, Sequence)
             ):
                 raise error(
-                    f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}"
+                    f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}",
+                    param=param,
                 )
             data[col] = list(values)
         lengths = {len(v) for v in data.values()}
         if len(lengths) != 1 or 0 in lengths:
             raise error(
-                f"{role} mapping columns must be non-empty and of equal length, got {obj!r}"
+                f"{role} mapping columns must be non-empty and of equal length, got {obj!r}",
+                param=param,
             )
         try:
             table = pa.table(data)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise error(f"{role} mapping has mixed value types: {exc}") from exc
+            raise error(f"{role} mapping has mixed value types: {exc}", param=param) from exc
         con.register(temp_name, table)
-        return _temp_source(con, temp_name, f"the declared {role}")
+        sql = ident(temp_name)
+        resolved = resolve(con, "<declared values>", None, "relation", sql)
+        return _source(con, sql, f"the declared {role}", resolved, temp_name)
     raise error(
         f"{role} must be a table or view name, a DuckDB relation or a mapping "
-        f"{{column: [values]}}; got {type(obj).__name__}"
+        f"{{column: [values]}}; got {type(obj).__name__}",
+        param=param,
     )
 
 

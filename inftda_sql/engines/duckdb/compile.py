@@ -38,6 +38,7 @@ __all__ = [
     "drop_temp_table",
     "drop_temp_view",
     "evaluate_cells",
+    "explain",
     "leaf_codes",
     "leaf_counts",
     "leaf_of_code",
@@ -51,6 +52,7 @@ __all__ = [
     "not_whole",
     "offending_rows",
     "row_count",
+    "set_explain_output",
     "string_literal",
     "total",
     "unit_nulls",
@@ -309,6 +311,12 @@ def leaf_stats(names: TempNames, leaf_cols: Sequence[str], limit: int) -> str:
     )
 
 
+def nan_leaves(names: TempNames, nan_cols: Sequence[str]) -> str:
+    """The leaf cells whose value is NaN, per floating-point leaf column ``nan_cols``."""
+    checks = ", ".join(f"count(*) FILTER (isnan({ident(c)}))" for c in nan_cols)
+    return render("checks.nan_leaves", checks=checks, leaf=ident(names.leaf))
+
+
 def offending_rows(input_sql: str, condition: str) -> str:
     """The rows of the input for which ``condition`` holds (shown to the data owner as the
     query to run; never executed by a release)."""
@@ -442,6 +450,16 @@ def drop_temp_table(name: str) -> str:
 def describe(source_sql: str) -> str:
     """The columns and types of a readable source."""
     return render("catalog.describe", source=source_sql)
+
+
+def explain(source_sql: str) -> str:
+    """The plans (JSON) of reading a source, for the tables it reads."""
+    return render("catalog.explain", source=source_sql)
+
+
+def set_explain_output(value: str) -> str:
+    """``SET explain_output`` (DuckDB cannot bind a setting's value as a parameter)."""
+    return render("catalog.set_explain_output", value=string_literal(value))
 
 
 def describe_table(name: str) -> str:

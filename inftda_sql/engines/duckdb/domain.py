@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..._errors import DomainError
 from ...core.tree import ChainTree, code_paths
@@ -49,6 +50,13 @@ def build_chain(
                 f"the {role} has {values.null_count} row(s) with NULL in {col!r}; every listed "
                 "path must be complete"
             )
+        if pa.types.is_floating(values.type):
+            n_nan = pc.sum(pc.is_nan(values)).as_py() or 0
+            if n_nan:
+                raise DomainError(
+                    f"the {role} has {n_nan} row(s) with NaN in {col!r}; NaN is not a category "
+                    "(it equals no value, so it cannot be counted once): drop or label those rows"
+                )
     coded = code_paths(paths)
     if coded.tree is None:
         _nesting_error(con, coded.paths, chain, coded.not_nested or 2, role, index, names)

@@ -8,7 +8,7 @@ from types import TracebackType
 
 import duckdb
 
-from ..._errors import Arg, DomainError, OutputExistsError, SpecError
+from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.tree import ChainTree, TopDownResult
@@ -16,15 +16,19 @@ from ..base import Scan
 from . import compile as _compile
 from .catalog import (
     Source,
+    TableRef,
+    Target,
     check_domain_types,
+    check_scalar_type,
     count_column,
     drop_temp,
     join_type,
-    object_kind,
+    reads_view,
     resolve_source,
+    resolve_target,
 )
 from .domain import build_chain
-from .ledger import ReleaseRecord, check_budget
+from .ledger import LIBRARY_TABLES, ReleaseRecord, check_budget, is_library_name
 from .scan import level_counts, scan
 from .sql import run
 from .write import begin_transaction, write_release
@@ -44,6 +48,9 @@ class DuckDBEngine:
         self.names = _compile.TempNames(f"__inftda_{uuid.uuid4().hex[:12]}_")
         self._sources: list[Source] = []
         self._input: Source | None = None
+        self._domains: list[Source] = []
+        self._output: Target | None = None
+        self._view: Target | None = None
         self._count: str | None = None
         self._count_is_integer = True
         self._domain_sql: list[str] = []
@@ -71,37 +78,99 @@ class DuckDBEngine:
         return self._input
 
     def prepare(self) -> str | None:
+        """Resolve every name in the catalog, refuse outputs that would destroy what the release
+        reads, and check the budget of every base table the input reads: before any work."""
         req = self.request
-        for name in (req.output, req.levels_view):
-            if name and object_kind(self.con, name) is not None and not req.overwrite:
+        # fail fast (before any work) if the caller left a transaction open
+        begin_transaction(self.con)
+        run(self.con, "ROLLBACK")
+        self._output = resolve_target(self.con, req.output)
+        if req.levels_view:
+            self._view = resolve_target(self.con, req.levels_view)
+        inp = resolve_source(
+            self.con, req.table, role="input table", temp_name=self.names.input, param="table"
+        )
+        self._sources.append(inp)
+        self._input = inp
+        for c in range(len(req.spec.chains) if req.domains is not None else 0):
+            assert req.domains is not None
+            dom = resolve_source(
+                self.con,
+                req.domains[c],
+                role=self._domain_role(c),
+                temp_name=self.names.domain(c),
+                error=DomainError,
+                param="domain",
+            )
+            self._sources.append(dom)
+            self._domains.append(dom)
+        self._check_targets()
+        return check_budget(
+            self.con,
+            inp.resolved,
+            req.budget,
+            req.mechanism.guarantee,
+            override=req.budget_override,
+        )
+
+    def _domain_role(self, chain: int) -> str:
+        return f"domain of chain {chain + 1}" if len(self.request.spec.chains) > 1 else "domain"
+
+    def _check_targets(self) -> None:
+        """The output and its levels view must not be the input, a table it reads, a domain
+        table (or a view either reads), or a name the library owns."""
+        req = self.request
+        named = [(self.input, "the input")]
+        named += [(d, f"the {self._domain_role(c)}") for c, d in enumerate(self._domains)]
+        protected: list[tuple[TableRef, str]] = []
+        for src, role in named:
+            if src.resolved.ref is not None:
+                protected.append((src.resolved.ref, role))
+            protected += [(t, f"a table {role} reads") for t in src.resolved.reads]
+        for target in (self._output, self._view):
+            if target is None:
+                continue
+            if is_library_name(target.ref.name):
+                raise SpecError(
+                    f"{target.spelling!r} is a name inftda_sql keeps for its own bookkeeping "
+                    f"({', '.join(LIBRARY_TABLES)} and names starting with __inftda); choose "
+                    "another ",
+                    Arg("output"),
+                    param="output",
+                )
+            for ref, role in protected:
+                if target.ref.same(ref):
+                    raise SpecError(
+                        f"{target.spelling!r} is {role} ({ref}); writing the release there would "
+                        "destroy what it reads: choose another ",
+                        Arg("output"),
+                        param="output",
+                    )
+            if target.existing is not None and not req.overwrite:
                 raise OutputExistsError(
-                    f"{name!r} already exists; pass ",
+                    f"{target.spelling!r} already exists; pass ",
                     Arg("overwrite", True),
                     " to replace it or choose another ",
                     Arg("output"),
                     " name",
                     param="output",
                 )
-        # fail fast (before any work) if the caller left a transaction open
-        begin_transaction(self.con)
-        run(self.con, "ROLLBACK")
-        if req.input_name is None:
-            return None
-        return check_budget(
-            self.con,
-            req.input_name,
-            req.budget,
-            req.mechanism.guarantee,
-            override=req.budget_override,
-        )
+            if target.existing == "view" and reads_view(
+                self.con, target.ref, [src.sql for src, _ in named]
+            ):
+                raise SpecError(
+                    f"{target.spelling!r} is a view that the input or a domain reads; replacing "
+                    "it would change what they read: choose another ",
+                    Arg("output"),
+                    param="output",
+                )
 
     def resolve(self) -> None:
         req, spec = self.request, self.request.spec
-        inp = resolve_source(self.con, req.table, role="input table", temp_name=self.names.input)
-        self._sources.append(inp)
-        self._input = inp
+        inp = self.input
         for col in spec.columns:
             inp.column(col, "hierarchy column")
+            check_scalar_type(inp, col, "hierarchy column", InputDataError)
         if req.count is not None:
             self._count, self._count_is_integer = count_column(inp, req.count)
             if req.count.lower() in {c.lower() for c in spec.columns}:
@@ -109,21 +178,15 @@ class DuckDBEngine:
                     f"count column {req.count!r} is also a hierarchy column", param="count"
                 )
         for c, chain in enumerate(spec.chains):
-            role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
+            role = self._domain_role(c)
             if req.domains is None:
                 self._domain_sql.append(_compile.distinct_paths(chain, inp.sql))
                 self._domain_desc.append("FROM DATA (not private)")
                 continue
-            dom = resolve_source(
-                self.con,
-                req.domains[c],
-                role=role,
-                temp_name=self.names.domain(c),
-                error=DomainError,
-            )
-            self._sources.append(dom)
+            dom = self._domains[c]
             for col in chain:
                 dom.column(col, f"hierarchy column of the {role}", DomainError)
+                check_scalar_type(dom, col, f"hierarchy column of the {role}", DomainError)
             check_domain_types(inp, dom, chain, role)
             self._domain_sql.append(dom.sql)
             self._domain_desc.append(dom.description)
@@ -157,17 +220,23 @@ class DuckDBEngine:
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
         return level_counts(self.con, self.names, self.request.spec, level, strides)
 
-    def write(self, result: TopDownResult, record: ReleaseRecord) -> int:
+    def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
         req = self.request
+        if self._output is None:
+            raise SpecError("the output is not resolved yet: call prepare() first")
         return write_release(
             self.con,
             self.names,
             req.spec,
             result,
-            output=req.output,
-            view=req.levels_view,
+            output=self._output,
+            view=self._view,
             overwrite=req.overwrite,
             record=record,
+            source=self.input.resolved,
+            budget=req.budget,
+            guarantee=req.mechanism.guarantee,
+            budget_override=req.budget_override,
         )
 
     def close(self) -> None:

@@ -9,6 +9,13 @@ below. The statements are in ``sql/ledger.sql``.
 
 A database written by an older version of this package has fewer columns; :func:`ensure_tables`
 adds the missing ones (NULL in old rows), so old files keep working.
+
+**Budgets are kept per base table.** A release is charged to every base table it reads, as
+resolved in the catalog (:mod:`.catalog`: through views, relations and subqueries), and the
+ledger records them in ``base_tables`` by their key (``schema.table`` for a table of the
+database holding the ledger, ``database.schema.table`` for another attached one). A budget is
+stored under the same key. Rows from before ``base_tables`` existed (and budgets stored under
+the spelling a user typed) are resolved through the catalog when they are read.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ from typing import Any
 
 import duckdb
 
+from ..._errors import Arg, BudgetError, SpecError
 from ...core.accounting import Budget, budget_verdict
-from .catalog import object_kind
+from .catalog import LIBRARY_PREFIX, Resolved, base_tables, home_database, lookup, object_kind
 from .compile import describe_table
 from .sql import ident, render, rows, run, scalar
 
@@ -33,16 +41,22 @@ __all__ = [
     "LEDGER_TABLE",
     "LIBRARY_TABLES",
     "BudgetRecord",
+    "Charge",
     "ReleaseRecord",
     "budget_record",
+    "charges",
     "check_budget",
+    "delete_budgets",
     "ensure_tables",
     "insert_release",
+    "is_library_name",
+    "legacy_keys",
     "next_release_id",
     "read_budgets",
     "read_releases",
     "spent",
     "stored_budget",
+    "stored_budgets",
     "upsert_budget",
 ]
 
@@ -52,6 +66,12 @@ BUDGET_TABLE = "inftda_budgets"
 LIBRARY_TABLES = (LEDGER_TABLE, BUDGET_TABLE)
 #: keys of a release's ``details`` that describe the private input (never published)
 DIAGNOSTICS_PREFIX = "diagnostics"
+
+
+def is_library_name(name: str) -> bool:
+    """Whether a table or view name is reserved for this package: its bookkeeping tables and
+    the prefix of its temporary objects (any case, any schema)."""
+    return name.lower() in LIBRARY_TABLES or name.lower().startswith(LIBRARY_PREFIX)
 
 
 def _column(sql_type: str, comment: str = "") -> Any:
@@ -92,6 +112,9 @@ class ReleaseRecord:
     non_private: list[str] = _column("VARCHAR[] NOT NULL")
     library_version: str = _column("VARCHAR NOT NULL")
     details: str = _column("VARCHAR NOT NULL", "JSON: levels, view, parameters, diagnostics")
+    base_tables: list[str] | None = _column(
+        "VARCHAR[]", "the base tables read, charged: schema.table (NULL in files from before)"
+    )
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:
@@ -113,7 +136,7 @@ class ReleaseRecord:
 class BudgetRecord:
     """One row of the budgets table: the total privacy budget allowed for an input."""
 
-    input_table: str = _column("VARCHAR PRIMARY KEY")
+    input_table: str = _column("VARCHAR PRIMARY KEY", "a base table: schema.table")
     rho: float = _column("DOUBLE NOT NULL", "zCDP: releases compose by adding their rho")
     epsilon: float = _column("DOUBLE NOT NULL", "the same budget as (epsilon, delta)-DP")
     delta: float = _column("DOUBLE NOT NULL")
@@ -230,53 +253,155 @@ def read_budgets(con: duckdb.DuckDBPyConnection) -> list[BudgetRecord]:
     return [BudgetRecord(**r) for r in _select(con, BUDGET_TABLE, names)]
 
 
+def delete_budgets(con: duckdb.DuckDBPyConnection, spellings: Sequence[str]) -> None:
+    """Remove the budget rows stored under these exact spellings."""
+    for spelling in spellings:
+        run(con, render("ledger.delete_budget", table=ident(BUDGET_TABLE)), {"input": spelling})
+
+
+def legacy_keys(con: duckdb.DuckDBPyConnection, spelling: str, home: str) -> tuple[str, ...]:
+    """The base-table keys an input named ``spelling`` in an older row stands for, resolved in
+    the catalog now; the spelling itself when it names nothing (a relation, a dropped table)."""
+    try:
+        found = lookup(con, spelling)
+    except SpecError:  # an unparsable old spelling such as '<relation>'
+        found = None
+    if found is None:
+        return (spelling,)
+    ref, kind = found
+    if kind == "table":
+        return (ref.key(home),)
+    reads, _ = base_tables(con, ref.sql)
+    return tuple(r.key(home) for r in reads) or (spelling,)
+
+
+def stored_budgets(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, BudgetRecord]]:
+    """Every stored budget by the lower-case key of its base table: (key, row). Rows stored
+    under an older spelling are resolved; of two rows for one table the newest holds."""
+    home = home_database(con)
+    out: dict[str, tuple[str, BudgetRecord]] = {}
+    for record in sorted(read_budgets(con), key=lambda r: r.set_at):
+        for key in legacy_keys(con, record.input_table, home):
+            out[key.lower()] = (key, record)
+    return out
+
+
 def budget_record(con: duckdb.DuckDBPyConnection, table: str) -> BudgetRecord | None:
-    """The stored budget row of input ``table`` (any case), or None."""
-    names = tuple(f.name for f in dataclasses.fields(BudgetRecord))
-    found = _select(
-        con, BUDGET_TABLE, names, "lower(input_table) = lower($input)", {"input": table}
-    )
-    return BudgetRecord(**found[0]) if found else None
+    """The stored budget row of base table ``table`` (a key or any name that resolves to one
+    base table), or None."""
+    keys = legacy_keys(con, table, home_database(con))
+    found = stored_budgets(con)
+    for key in keys:
+        if key.lower() in found:
+            return found[key.lower()][1]
+    return None
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one recorded release charged: the base-table keys, rho (None for an
+    (epsilon, delta)-DP release) and its guarantee."""
+
+    keys: tuple[str, ...]
+    rho: float | None
+    guarantee: str
+    input_table: str
+
+
+def charges(con: duckdb.DuckDBPyConnection) -> list[Charge]:
+    """Every recorded release's charge; older rows are resolved through the catalog."""
+    home = home_database(con)
+    columns = ("input_table", "base_tables", "rho", "guarantee")
+    out = []
+    for r in _select(con, LEDGER_TABLE, columns, order="release_id"):
+        keys = r["base_tables"]
+        if keys is None:
+            keys = legacy_keys(con, r["input_table"], home)
+        out.append(Charge(tuple(keys), r["rho"], r["guarantee"], r["input_table"]))
+    return out
 
 
 def spent(con: duckdb.DuckDBPyConnection, table: str) -> tuple[float, int, int]:
-    """What the releases of input ``table`` spent: (zCDP rho, releases, approxDP releases)."""
-    if object_kind(con, LEDGER_TABLE) is None:
-        return 0.0, 0, 0
-    rho, n, approx = rows(con, render("ledger.spent", table=ident(LEDGER_TABLE)), {"input": table})[
-        0
-    ]
-    return float(rho), int(n), int(approx)
+    """What the releases charged to base table ``table`` (a key) spent: (zCDP rho, releases,
+    approxDP releases)."""
+    return _spent(charges(con), table)
 
 
-def stored_budget(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
-    """The budget stored for input ``table`` (any case), or None."""
-    found = budget_record(con, table)
-    if found is None:
-        return None
+def _spent(found: Sequence[Charge], key: str) -> tuple[float, int, int]:
+    rho, n, approx = 0.0, 0, 0
+    for charge in found:
+        if key.lower() in (k.lower() for k in charge.keys):
+            n += 1
+            if charge.guarantee == "zCDP" and charge.rho is not None:
+                rho += charge.rho
+            else:
+                approx += 1
+    return rho, n, approx
+
+
+def _as_budget(record: BudgetRecord) -> Budget:
     return Budget(
-        rho=found.rho,
-        epsilon=found.epsilon,
-        delta=found.delta,
-        conversion=found.conversion,
+        rho=record.rho,
+        epsilon=record.epsilon,
+        delta=record.delta,
+        conversion=record.conversion,
         given="rho",
     )
 
 
+def stored_budget(con: duckdb.DuckDBPyConnection, table: str) -> Budget | None:
+    """The budget stored for base table ``table`` (see :func:`budget_record`), or None."""
+    found = budget_record(con, table)
+    return None if found is None else _as_budget(found)
+
+
 def check_budget(
     con: duckdb.DuckDBPyConnection,
-    table: str,
+    source: Resolved,
     requested: Budget,
     guarantee: str,
     *,
     override: bool,
 ) -> str | None:
-    """Refuse a release of ``table`` that would exceed its stored budget (see
-    :func:`~inftda_sql.core.accounting.budget_verdict`); None when no budget is stored."""
-    budget = stored_budget(con, table)
-    if budget is None:
+    """Refuse a release that would exceed the budget of any base table it reads (see
+    :func:`~inftda_sql.core.accounting.budget_verdict`); None when every one fits or has no
+    budget, else the note an override records.
+
+    While any budget is stored, an input that reads data from outside the catalog (a file, an
+    Arrow table, a data frame) cannot be charged and is refused (or overridden, recorded).
+    """
+    budgets = stored_budgets(con)
+    if not budgets:
         return None
-    spent_rho, n_releases, _ = spent(con, table)
-    return budget_verdict(
-        table, budget, spent_rho, n_releases, requested, guarantee, override=override
-    )
+    notes = []
+    if source.outside:
+        what = ", ".join(source.outside)
+        if not override:
+            raise BudgetError(
+                f"this database stores privacy budgets ({BUDGET_TABLE}), but the input reads data "
+                f"from outside its tables ({what}), so what the release spends cannot be charged "
+                "to a table; load the data into a table (CREATE TABLE t AS SELECT ...) and release "
+                "it by name, or pass ",
+                Arg("budget_override", True),
+                " (recorded in the ledger)",
+                param="budget_override",
+            )
+        notes.append(f"budget override: input reads {what}, not charged to a table")
+    found = charges(con)
+    for key in source.keys:
+        entry = budgets.get(key.lower())
+        if entry is None:
+            continue
+        spent_rho, n_releases, _ = _spent(found, key)
+        note = budget_verdict(
+            entry[0],
+            _as_budget(entry[1]),
+            spent_rho,
+            n_releases,
+            requested,
+            guarantee,
+            override=override,
+        )
+        if note:
+            notes.append(note)
+    return "; ".join(notes) or None

@@ -23,10 +23,12 @@ from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
 from . import compile as _compile
-from .catalog import Source, is_wide_number, join_type
+from .catalog import Source, check_scalar_type, is_wide_number, join_type
 from .sql import arrow, ident, rows, run, scalar
 
 __all__ = ["level_counts", "scan"]
+
+_FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"})
 
 
 def scan(
@@ -133,6 +135,18 @@ def _validate_input(
     for col, n_null in zip(cols, stats[: len(cols)], strict=True):
         if n_null:
             _null_error(col, inp)
+    nan_cols = [c for c in cols if inp.columns[c.lower()].upper() in _FLOAT_TYPES]
+    if nan_cols:
+        for col, n_nan in zip(
+            nan_cols, rows(con, _compile.nan_leaves(names, nan_cols))[0], strict=True
+        ):
+            if n_nan:
+                raise InputDataError(
+                    f"hierarchy column {col!r} of {inp.description} has NaN values; NaN is not a "
+                    "category (a domain cannot list it): filter or label those rows in a view "
+                    f"first; {_see_rows(inp, f'isnan({ident(col)})')}",
+                    param="hierarchy",
+                )
     n_nulls, n_negative, n_not_whole, n_big, n_big_cells = (int(x) for x in stats[len(cols) :])
     if count is None:
         return
@@ -191,6 +205,7 @@ def _check_unit(
     if not isinstance(unit, str) or not unit:
         raise SpecError(f"privacy_unit must be a column name, got {unit!r}", param="privacy_unit")
     stored = inp.column(unit, "privacy unit")
+    check_scalar_type(inp, unit, "privacy unit column", InputDataError)
     if unit.lower() in {c.lower() for c in spec.columns}:
         raise SpecError(
             f"privacy_unit {unit!r} is also a hierarchy column; name the column that "

@@ -1,33 +1,50 @@
 """Write stage: the released table, its levels view and the ledger row, in one transaction.
 
 Either all of them appear or none does. Inside one DuckDB transaction (DDL is transactional):
-the old output and view are dropped (with ``overwrite=True``), the output is created from the
-released codes, the levels view created and the ledger row inserted, then COMMIT; any failure
-rolls everything back, so no reader ever sees a half-written release.
+the input's budget is checked again against the ledger as this transaction sees it, the old
+output and view are dropped (with ``overwrite=True``), the output is created from the released
+codes, the levels view created and the ledger row inserted, then COMMIT; any failure rolls
+everything back, so no reader ever sees a half-written release.
+
+**Check and record are one transaction.** Two releases that run at the same time (threads with
+cursors on one database) both take the next ``release_id`` of the ledger as they see it; the
+primary key makes the second COMMIT fail, so the one that commits saw every release committed
+before it, and the budget it checked is the budget that holds. (The ids are dense: a transaction
+that missed any committed release takes the id of the first one it missed.) The loser gets a
+:class:`~inftda_sql.ConcurrentWriteError` that says to retry; run again, it sees the other
+release and its spending. Another process cannot write the same file at all: DuckDB lets one
+read-write process open a file (``inftda_sql.connect`` says so).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 
 import duckdb
 import pyarrow as pa
 
-from ..._errors import Arg, InftdaError, OutputExistsError
+from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError
+from ...core.accounting import Budget
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
-from .catalog import object_kind
-from .ledger import LEDGER_TABLE, ReleaseRecord, ensure_tables, insert_release, next_release_id
-from .sql import qualified, run
+from .catalog import Resolved, Target, existing
+from .ledger import (
+    LEDGER_TABLE,
+    ReleaseRecord,
+    check_budget,
+    ensure_tables,
+    insert_release,
+    next_release_id,
+)
+from .sql import run
 
-__all__ = ["begin_transaction", "write_release"]
+__all__ = ["atomic", "begin_transaction", "write_release"]
 
-
-def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    kind = object_kind(con, name)
-    if kind is not None:
-        run(con, _compile.drop_object(kind, qualified(name)))
+#: what DuckDB says when two transactions wrote the same rows or catalog entries
+_CONFLICT_MARKS = ("conflict", "duplicate key")
 
 
 def begin_transaction(con: duckdb.DuckDBPyConnection) -> None:
@@ -41,48 +58,103 @@ def begin_transaction(con: duckdb.DuckDBPyConnection) -> None:
         ) from exc
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, (duckdb.TransactionException, duckdb.ConstraintException)) and any(
+        mark in str(exc).lower() for mark in _CONFLICT_MARKS
+    )
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> str | None:
+    """ROLLBACK; never raises. Returns why it failed, if it did and that matters (a failed
+    COMMIT has already ended the transaction: nothing is left to roll back)."""
+    try:
+        run(con, "ROLLBACK")
+    except duckdb.Error as failure:
+        if "no transaction is active" not in str(failure).lower():
+            return _first_line(failure)
+    return None
+
+
+@contextlib.contextmanager
+def atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
+    """One transaction around the block: COMMIT at its end, ROLLBACK on any error.
+
+    A write-write conflict with another writer becomes a :class:`ConcurrentWriteError` that
+    says to retry. The error that made the transaction fail (a failing COMMIT included) is the
+    one raised; a ROLLBACK that fails after it is added to it as a note, never raised instead.
+    """
+    begin_transaction(con)
+    try:
+        yield
+        run(con, "COMMIT")
+    except BaseException as exc:
+        rollback_failure = _rollback(con)
+        error: BaseException = exc
+        if _is_conflict(exc):
+            error = ConcurrentWriteError(
+                f"another writer changed this database at the same time ({_first_line(exc)}); "
+                f"{what} was rolled back and nothing of it is recorded: run it again"
+            )
+        if rollback_failure:
+            error.add_note(f"the ROLLBACK after this error failed too: {rollback_failure}")
+        if error is exc:
+            raise
+        raise error from exc
+
+
 def write_release(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
     spec: TreeSpec,
     result: TopDownResult,
     *,
-    output: str,
-    view: str | None,
+    output: Target,
+    view: Target | None,
     overwrite: bool,
     record: ReleaseRecord,
-) -> int:
-    """Write the release and its ledger row atomically; return the release's id.
-
-    ``record`` is the ledger row; its ``release_id`` is assigned here, inside the transaction.
-    """
+    source: Resolved,
+    budget: Budget,
+    guarantee: str,
+    budget_override: bool,
+) -> ReleaseRecord:
+    """Check the budget again, write the release and its ledger row atomically; return the
+    ledger row as written (its ``release_id`` is assigned here, inside the transaction)."""
     released = pa.table(
         {**{f"__leaf{c}": codes for c, codes in enumerate(result.codes)}, "count": result.counts}
     )
     con.register(names.released, released)
-    begin_transaction(con)
     try:
-        for name in (output, view):
-            if name and object_kind(con, name) is not None:
-                if not overwrite:
-                    raise OutputExistsError(
-                        f"{name!r} already exists; pass ",
-                        Arg("overwrite", True),
-                        " or choose another ",
-                        Arg("output"),
-                        param="output",
-                    )
-                _drop(con, name)
-        run(con, _compile.write_output(names, spec, qualified(output)))
-        if view:
-            run(con, _compile.levels_view(spec, qualified(view), qualified(output)))
-        ensure_tables(con, LEDGER_TABLE)
-        release_id = next_release_id(con)
-        insert_release(con, dataclasses.replace(record, release_id=release_id))
-        run(con, "COMMIT")
-    except BaseException:
-        run(con, "ROLLBACK")
-        raise
+        with atomic(con, "the release"):
+            ensure_tables(con, LEDGER_TABLE)
+            note = check_budget(con, source, budget, guarantee, override=budget_override)
+            if note and note not in record.non_private:
+                record = dataclasses.replace(record, non_private=[*record.non_private, note])
+            for target in (output, view):
+                if target is None:
+                    continue
+                kind = existing(con, target.ref)
+                if kind is not None:
+                    if not overwrite:
+                        raise OutputExistsError(
+                            f"{target.spelling!r} already exists; pass ",
+                            Arg("overwrite", True),
+                            " or choose another ",
+                            Arg("output"),
+                            param="output",
+                        )
+                    run(con, _compile.drop_object(kind, target.ref.sql))
+            run(con, _compile.write_output(names, spec, output.ref.sql))
+            if view is not None:
+                run(con, _compile.levels_view(spec, view.ref.sql, output.ref.sql))
+            record = dataclasses.replace(
+                record, release_id=next_release_id(con), base_tables=list(source.keys)
+            )
+            insert_release(con, record)
     finally:
         con.unregister(names.released)
-    return release_id
+    return record
