@@ -14,6 +14,7 @@ they need an explicit override.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ import duckdb
 from ._errors import Func, SpecError
 from ._tables import Column, text_table
 from .core.accounting import Budget
-from .engines.duckdb.catalog import home_database, lookup, resolve
+from .engines.duckdb.catalog import home_database, lookup, resolve, split_name
 from .engines.duckdb.ledger import (
     BUDGET_TABLE,
     LIBRARY_TABLES,
@@ -99,6 +100,15 @@ def budget_key(con: duckdb.DuckDBPyConnection, table: object) -> str:
     the ledger uses (``schema.table``)."""
     if not isinstance(table, str) or not table:
         raise SpecError(f"set_budget needs the input table's name, got {table!r}", param="table")
+    last = table
+    with contextlib.suppress(ValueError):
+        last = split_name(table)[-1]
+    if is_library_name(last):
+        raise SpecError(
+            f"{table!r} is a name inftda_sql keeps for its own bookkeeping "
+            f"({', '.join(LIBRARY_TABLES)}); a budget belongs to an input table",
+            param="table",
+        )
     found = lookup(con, table, param="table", role="the table of a budget")
     if found is None:
         raise SpecError(
@@ -107,12 +117,6 @@ def budget_key(con: duckdb.DuckDBPyConnection, table: object) -> str:
             param="table",
         )
     ref, kind = found
-    if is_library_name(ref.name):
-        raise SpecError(
-            f"{table!r} is a name inftda_sql keeps for its own bookkeeping "
-            f"({', '.join(LIBRARY_TABLES)}); a budget belongs to an input table",
-            param="table",
-        )
     resolved = resolve(con, table, ref, kind, ref.sql)
     if len(resolved.reads) != 1 or resolved.outside:
         reads = ", ".join(str(r) for r in resolved.reads) or "no table of this database"

@@ -94,3 +94,67 @@ def test_refusals(db: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     with pytest.raises(inftda_sql.OutputExistsError):
         inftda_sql.publish(db, "persons_private", tmp_path / "a.duckdb")
     inftda_sql.publish(db, "persons_private", tmp_path / "a.duckdb", overwrite=True)
+
+
+def test_private_inputs_are_refused_by_any_name(
+    db: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """public_tables is resolved in the catalog: the input, by any spelling or through views,
+    and any table with a budget are refused; nothing is written."""
+    db.execute("CREATE VIEW pv AS SELECT * FROM persons").fetchall()
+    db.execute("CREATE VIEW pvv AS SELECT region FROM pv").fetchall()
+    db.execute("CREATE TABLE secret AS SELECT 1 AS x").fetchall()
+    inftda_sql.set_budget(db, "secret", rho=1.0)
+    inftda_sql.release(db, db.table("pv"), hierarchy=GEO, domain="geo", rho=1.0, output="rel")
+    target = tmp_path / "pub.duckdb"
+    for name in ("main.persons", "PERSONS", "work.main.persons", "pv", "pvv", "secret"):
+        with pytest.raises(inftda_sql.InftdaError, match="cannot be published") as info:
+            inftda_sql.publish(db, "rel", target, public_tables=[name])
+        assert info.value.param == "public_tables"
+        assert not target.exists()
+    for name in ("inftda_releases", "rel"):
+        with pytest.raises(inftda_sql.SpecError, match="copied by publish"):
+            inftda_sql.publish(db, "rel", target, public_tables=[name])
+    with pytest.raises(inftda_sql.SpecError, match="list of table names"):
+        inftda_sql.publish(db, "rel", target, public_tables="geo")  # type: ignore[arg-type]
+    inftda_sql.publish(db, "main.REL", target, public_tables=["main.geo"])
+    assert _tables(target) == [
+        ("geo", "BASE TABLE"),
+        ("inftda_releases", "BASE TABLE"),
+        ("rel", "BASE TABLE"),
+        ("rel_levels", "VIEW"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        "v1.0.0'); DROP TABLE persons; --",
+        "v1.0.0' ) ; DROP TABLE persons ; SELECT ('",
+        "v1.0.0\n",
+        "1.0.0",
+        "",
+        None,
+        1.0,
+    ],
+)
+def test_storage_version_is_validated_before_attach(
+    db: duckdb.DuckDBPyConnection, tmp_path: Path, version: object
+) -> None:
+    """A crafted storage_version once ran arbitrary SQL through ATTACH (it dropped the input)."""
+    inftda_sql.release(db, "persons", hierarchy=GEO, domain="geo", rho=1.0)
+    rows_before = db.execute("SELECT count(*) FROM persons").fetchall()
+    with pytest.raises(inftda_sql.SpecError) as info:
+        inftda_sql.publish(db, "persons_private", tmp_path / "x.duckdb", storage_version=version)  # type: ignore[arg-type]
+    assert info.value.param == "storage_version"
+    assert db.execute("SELECT count(*) FROM persons").fetchall() == rows_before
+    assert not (tmp_path / "x.duckdb").exists()
+    attached = db.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal")
+    assert [r[0] for r in attached.fetchall()] == ["work"]
+
+
+def test_the_attach_literal_stays_quoted() -> None:
+    from inftda_sql.engines.duckdb.compile import attach
+
+    sql = attach("it's.duckdb", "pub", "v1.0.0")
+    assert "'it''s.duckdb'" in sql and "(STORAGE_VERSION 'v1.0.0')" in sql
