@@ -3,6 +3,6 @@ CREATE VIEW $view AS
 SELECT CASE grouping($cols) $cases END AS level,
        CASE grouping($cols) $names END AS level_name,
        $cols,
-       sum("count")::BIGINT AS "count"
+       coalesce(sum("count"), 0)::BIGINT AS "count"
 FROM $output
 GROUP BY GROUPING SETS ($sets)

@@ -246,6 +246,8 @@ def test_missing_output_schema_fails_before_any_work(
     assert info.value.param == "output"
     with pytest.raises(inftda_sql.SpecError, match="not attached"):
         _release(db, "persons", output="nodb.main.x")
+    with pytest.raises(inftda_sql.SpecError, match="vanishes with the connection"):
+        _release(db, "persons", output="temp.x")  # found by the fuzzing module
 
 
 def test_an_output_in_another_schema(db: duckdb.DuckDBPyConnection) -> None:

@@ -360,6 +360,13 @@ def resolve_target(
             param=param,
         )
     database, read_only = databases[database.lower()]
+    if database.lower() in ("temp", "system"):
+        raise SpecError(
+            f"{name!r} would be a {database} table, which vanishes with the connection (or "
+            "cannot be written) while its ledger row stays; choose a table of the database: ",
+            Arg(param),
+            param=param,
+        )
     schemas = [
         str(s)
         for d, s in rows(con, render("catalog.schemas"))
