@@ -373,5 +373,4 @@ def _record(
                 "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
             }
         ),
-        base_tables=None,  # the tables the input reads, resolved when it is written
     )

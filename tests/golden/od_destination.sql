@@ -112,6 +112,6 @@ CREATE VIEW "out_levels" AS
 SELECT CASE grouping("o_reg", "o_mun", "d_reg", "d_prov", "d_mun") WHEN 31 THEN 0 WHEN 27 THEN 1 WHEN 11 THEN 2 WHEN 9 THEN 3 WHEN 1 THEN 4 WHEN 0 THEN 5 END AS level,
        CASE grouping("o_reg", "o_mun", "d_reg", "d_prov", "d_mun") WHEN 31 THEN 'root' WHEN 27 THEN 'd_reg' WHEN 11 THEN 'o_reg x d_reg' WHEN 9 THEN 'o_reg x d_prov' WHEN 1 THEN 'o_mun x d_prov' WHEN 0 THEN 'o_mun x d_mun' END AS level_name,
        "o_reg", "o_mun", "d_reg", "d_prov", "d_mun",
-       sum("count")::BIGINT AS "count"
+       coalesce(sum("count"), 0)::BIGINT AS "count"
 FROM "out"
 GROUP BY GROUPING SETS ((), ("d_reg"), ("o_reg", "d_reg"), ("o_reg", "d_reg", "d_prov"), ("o_reg", "o_mun", "d_reg", "d_prov"), ("o_reg", "o_mun", "d_reg", "d_prov", "d_mun"));

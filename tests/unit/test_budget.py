@@ -17,7 +17,8 @@ from tests.unit.helpers import release_record
 @pytest.fixture
 def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.execute("CREATE TABLE persons (a INTEGER)").fetchall()
-    con.execute("CREATE VIEW trips AS SELECT 1 AS a").fetchall()
+    con.execute("CREATE TABLE visits (a INTEGER)").fetchall()
+    con.execute("CREATE VIEW trips AS SELECT * FROM visits").fetchall()
     return con
 
 
@@ -27,7 +28,7 @@ def test_set_budget_stores_a_row(db: duckdb.DuckDBPyConnection) -> None:
     assert budget.rho == pytest.approx(epsilon_to_rho(1.0, 1e-8))
     (row,) = read_budgets(db)
     assert (row.input_table, row.rho, row.epsilon, row.delta, row.conversion) == (
-        "persons",
+        "main.persons",  # the base table, resolved in the catalog
         budget.rho,
         1.0,
         1e-8,
@@ -38,12 +39,15 @@ def test_set_budget_stores_a_row(db: duckdb.DuckDBPyConnection) -> None:
 
 def test_set_budget_replaces_and_accepts_views(db: duckdb.DuckDBPyConnection) -> None:
     set_budget(db, "persons", rho=1.0)
-    set_budget(db, "persons", rho=0.5, conversion="simple")
-    set_budget(db, "trips", rho=2.0)
+    set_budget(db, "PERSONS", rho=0.5, conversion="simple")
+    set_budget(db, "trips", rho=2.0)  # a view over one table: that table's budget
     assert [(b.input_table, b.rho, b.conversion) for b in read_budgets(db)] == [
-        ("persons", 0.5, "simple"),
-        ("trips", 2.0, "tight"),
+        ("main.persons", 0.5, "simple"),
+        ("main.visits", 2.0, "tight"),
     ]
+    db.execute("CREATE VIEW constant AS SELECT 1 AS a").fetchall()
+    with pytest.raises(SpecError, match="reads no table of this database"):
+        set_budget(db, "constant", rho=1.0)
 
 
 @pytest.mark.parametrize(
@@ -70,7 +74,7 @@ def test_set_budget_refuses_unknown_tables(
 def test_set_budget_checks_the_budget_before_writing(db: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(BudgetError, match="pass epsilon \\(with delta\\) or rho, not both"):
         set_budget(db, "persons", rho=1.0, epsilon=1.0)
-    assert db.execute("SELECT count(*) FROM information_schema.tables").fetchall() == [(2,)]
+    assert db.execute("SELECT count(*) FROM information_schema.tables").fetchall() == [(3,)]
 
 
 def test_budget_of(db: duckdb.DuckDBPyConnection) -> None:
@@ -98,9 +102,10 @@ def test_ledger_adds_up_per_input(db: duckdb.DuckDBPyConnection) -> None:
     status = ledger(db)
     assert [r["release_id"] for r in status.releases] == [1, 2, 3, 4]
     by_input = {i["input_table"]: i for i in status.inputs}
-    assert list(by_input) == ["other", "persons", "trips"]  # sorted, case-folded
-    assert by_input["persons"] == {
-        "input_table": "persons",
+    # per base table, resolved in the catalog (rows without base_tables by their spelling)
+    assert list(by_input) == ["main.persons", "main.visits", "other"]
+    assert by_input["main.persons"] == {
+        "input_table": "main.persons",
         "releases": 3,
         "spent_rho": 0.75,
         "approx_dp_releases": 1,
@@ -109,13 +114,15 @@ def test_ledger_adds_up_per_input(db: duckdb.DuckDBPyConnection) -> None:
         "budget_delta": 1e-8,
         "remaining_rho": 0.25,
     }
-    assert by_input["trips"]["releases"] == 0 and by_input["trips"]["remaining_rho"] == 2.0
+    assert by_input["main.visits"]["releases"] == 0
+    assert by_input["main.visits"]["remaining_rho"] == 2.0
     assert by_input["other"]["budget_rho"] is None and by_input["other"]["remaining_rho"] is None
     text = str(status)
     assert (
-        "persons: 3 release(s), spent rho 0.75, 1 (epsilon, delta)-DP release(s) not in rho" in text
+        "main.persons: 3 release(s), spent rho 0.75, 1 (epsilon, delta)-DP release(s) not in rho"
+        in text
     )
     assert "remaining rho 0.25" in text
     assert "other: 1 release(s), spent rho 0.125; no budget set" in text
-    assert "trips: 0 release(s), spent rho 0; budget rho 2" in text
+    assert "main.visits: 0 release(s), spent rho 0; budget rho 2" in text
     assert text.splitlines()[0].split()[:4] == ["id", "created", "(UTC)", "input"]

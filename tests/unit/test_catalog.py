@@ -9,13 +9,20 @@ import pytest
 
 from inftda_sql import DomainError, InputDataError, SpecError
 from inftda_sql.engines.duckdb.catalog import (
+    Resolved,
     Source,
+    TableRef,
+    base_tables,
     check_domain_types,
     count_column,
     drop_temp,
     join_type,
+    lookup,
     object_kind,
+    reads_view,
     resolve_source,
+    resolve_target,
+    split_name,
     type_family,
 )
 
@@ -42,8 +49,9 @@ def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 def test_a_table_resolves_with_its_stored_column_names(db: duckdb.DuckDBPyConnection) -> None:
     src = resolve_source(db, "trips", role="input table", temp_name="__t")
-    assert src.sql == '"trips"'
+    assert src.sql == '"memory"."main"."trips"'  # read by its full name: what was resolved
     assert src.description == "table 'trips'"
+    assert src.resolved.kind == "table" and src.resolved.keys == ("main.trips",)
     assert dict(src.columns) == {"region": "VARCHAR", "n": "INTEGER", "w": "DOUBLE"}
     assert dict(src.names) == {"region": "Region", "n": "n", "w": "w"}
     assert src.temp_view is None
@@ -52,9 +60,11 @@ def test_a_table_resolves_with_its_stored_column_names(db: duckdb.DuckDBPyConnec
 
 def test_schema_qualified_names_and_views(db: duckdb.DuckDBPyConnection) -> None:
     geo = resolve_source(db, "s.geo", role="domain", temp_name="__d", error=DomainError)
-    assert geo.sql == '"s"."geo"' and list(geo.columns) == ["region", "city"]
+    assert geo.sql == '"memory"."s"."geo"' and list(geo.columns) == ["region", "city"]
+    assert geo.resolved.keys == ("s.geo",)
     view = resolve_source(db, "north", role="input table", temp_name="__t")
-    assert view.sql == '"north"' and view.description == "table 'north'"
+    assert view.sql == '"memory"."main"."north"' and view.description == "view 'north'"
+    assert view.resolved.keys == ("main.trips",)  # the base table the view reads
     assert db.execute(f"SELECT count(*) FROM {view.sql}").fetchall() == [(0,)]
 
 
@@ -65,10 +75,14 @@ def test_names_are_case_insensitive(db: duckdb.DuckDBPyConnection) -> None:
     assert object_kind(db, "S.Geo") == "table"
 
 
-@pytest.mark.parametrize("name", ["", "a.b.c"])
+@pytest.mark.parametrize("name", ["", "a.b.c.d", 'a."b', "a..b"])
 def test_malformed_names_are_spec_errors(db: duckdb.DuckDBPyConnection, name: str) -> None:
-    with pytest.raises(SpecError, match=f"input table must be a table or view name, got {name!r}"):
+    with pytest.raises(SpecError) as info:
         resolve_source(db, name, role="input table", temp_name="__t")
+    assert str(info.value) == (
+        "input table must be a table or view name (table, schema.table or "
+        f"database.schema.table), got {name!r}"
+    )
 
 
 def test_an_unknown_name_lists_what_exists(db: duckdb.DuckDBPyConnection) -> None:
@@ -194,6 +208,7 @@ def _source(**columns: str) -> Source:
         "table 't'",
         {k.lower(): v for k, v in columns.items()},
         {k.lower(): k for k in columns},
+        Resolved("t", None, "relation", (), (), "memory"),
     )
 
 
@@ -239,3 +254,81 @@ def test_check_domain_types() -> None:
 def test_source_column_error_class_is_the_callers() -> None:
     with pytest.raises(DomainError, match=r"column 'c' \(hierarchy column of the domain\) not in"):
         _source(a="INTEGER").column("c", "hierarchy column of the domain", DomainError)
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+def test_split_name() -> None:
+    assert split_name("trips") == ("trips",)
+    assert split_name('Main."My.Table"') == ("Main", "My.Table")
+    assert split_name('"a""b".c') == ('a"b', "c")
+    for bad in ("", "a.", ".a", '"a', "a..b"):
+        with pytest.raises(ValueError):
+            split_name(bad)
+
+
+def test_lookup_follows_duckdbs_binding_order(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("CREATE TEMP TABLE trips (x INTEGER)").fetchall()  # shadows main.trips
+    assert lookup(db, "trips") == (TableRef("temp", "main", "trips"), "table")
+    assert lookup(db, "main.trips") == (TableRef("memory", "main", "trips"), "table")
+    assert lookup(db, "MEMORY.MAIN.TRIPS") == (TableRef("memory", "main", "trips"), "table")
+    assert lookup(db, "temp.trips") == (TableRef("temp", "main", "trips"), "table")
+    assert lookup(db, "geo") is None  # in schema s only
+    assert lookup(db, "s.geo") == (TableRef("memory", "s", "geo"), "table")
+    assert resolve_source(db, "trips", role="input", temp_name="__t").resolved.kind == "temp table"
+
+
+def test_a_name_that_is_both_schema_and_database_is_ambiguous(
+    db: duckdb.DuckDBPyConnection,
+) -> None:
+    db.execute("ATTACH ':memory:' AS s").fetchall()
+    with pytest.raises(SpecError, match="ambiguous"):
+        lookup(db, "s.geo")
+
+
+def test_base_tables_come_from_the_binder(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("CREATE TABLE s.trips (a INTEGER)").fetchall()
+    db.execute("CREATE VIEW s.v AS SELECT * FROM trips").fetchall()  # s.trips: the view's schema
+    db.execute("CREATE VIEW vv AS SELECT * FROM s.v, north").fetchall()
+    reads, outside = base_tables(db, "(SELECT * FROM vv WHERE false)")  # pruned later, not here
+    assert [str(r) for r in reads] == ["memory.main.trips", "memory.s.trips"]
+    assert outside == ()
+    reads, outside = base_tables(db, "(SELECT * FROM range(3), (VALUES (1)) t(x))")
+    assert reads == () and outside == ()
+    db.register("arrow_data", db.table("trips").to_arrow_table())
+    reads, outside = base_tables(db, '"arrow_data"')
+    assert reads == () and outside == ("PYTHON_ARROW_SCAN",)
+    setting = "SELECT current_setting('explain_output')"
+    assert db.execute(setting).fetchall() == [("physical_only",)]  # restored
+
+
+def test_keys_are_relative_to_the_ledgers_database() -> None:
+    assert TableRef("work", "main", "trips").key("work") == "main.trips"
+    assert TableRef("Work", "s", "trips").key("work") == "s.trips"
+    assert TableRef("other", "main", "trips").key("work") == "other.main.trips"
+    assert TableRef("temp", "main", "a b").key("work") == 'temp.main."a b"'
+    assert split_name(TableRef("temp", "main", "a.b").key("work")) == ("temp", "main", "a.b")
+
+
+def test_resolve_target(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("CREATE TEMP TABLE out (x INTEGER)").fetchall()
+    target = resolve_target(db, "out")  # created in main, whatever temp holds
+    assert target.ref == TableRef("memory", "main", "out") and target.existing is None
+    assert resolve_target(db, "NORTH").existing == "view"
+    assert resolve_target(db, "s.new").ref == TableRef("memory", "s", "new")
+    with pytest.raises(SpecError, match="CREATE SCHEMA nope first") as info:
+        resolve_target(db, "nope.x")
+    assert info.value.param == "output"
+    with pytest.raises(SpecError, match="not attached"):
+        resolve_target(db, "nodb.main.x")
+    with pytest.raises(SpecError, match="vanishes with the connection"):
+        resolve_target(db, "temp.x")
+
+
+def test_reads_view_binds_without_the_view_and_rolls_back(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("CREATE VIEW nn AS SELECT * FROM north").fetchall()
+    north = TableRef("memory", "main", "north")
+    assert reads_view(db, north, ['"memory"."main"."nn"'])
+    assert not reads_view(db, north, ['"memory"."main"."trips"'])
+    assert object_kind(db, "north") == "view"  # rolled back

@@ -75,11 +75,12 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
     }
     assert wanted <= set(dir(engine))
     with engine:
-        assert engine.prepare() is None  # no budget stored
-        with pytest.raises(SpecError, match="call resolve\\(\\) first"):
+        with pytest.raises(SpecError, match="call prepare\\(\\) first"):
             _ = engine.input
+        assert engine.prepare() is None  # no budget stored
+        assert engine.input.description == "table 'persons'"  # resolved in the catalog
+        assert _temporary(db, engine) == ["domain_0"]
         engine.resolve()
-        assert engine.input.description == "table 'persons'"
         assert engine.domain_description == "the declared domain"
         assert _temporary(db, engine) == ["domain_0"]
         (tree,) = engine.code_domains()
@@ -100,7 +101,8 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
                 source=req.source,
             )
         )
-        assert engine.write(result, release_record()) == 1
+        written = engine.write(result, release_record())
+        assert (written.release_id, written.base_tables) == (1, ["main.persons"])
     assert _temporary(db, engine) == []
     assert db.execute("SELECT mun, count FROM persons_private ORDER BY 1").fetchall() == [
         ("n1a", 5),
@@ -181,21 +183,21 @@ def test_close_drops_everything_after_a_failure(
     engine.close()  # a second close is harmless
 
 
-def test_prepare_checks_the_output_then_the_transaction_then_the_budget(
+def test_prepare_checks_the_transaction_then_the_output_then_the_budget(
     db: duckdb.DuckDBPyConnection,
 ) -> None:
     db.execute("CREATE TABLE persons_private AS SELECT 1 AS x").fetchall()
     set_budget(db, "persons", rho=0.5)
     db.execute("BEGIN TRANSACTION").fetchall()
+    with pytest.raises(InftdaError, match="the connection has an open transaction"):
+        DuckDBEngine(db, _request(rho=1.0)).prepare()
+    db.execute("ROLLBACK").fetchall()
     with pytest.raises(
         OutputExistsError, match="'persons_private' already exists; pass overwrite=True"
     ):
         DuckDBEngine(db, _request(rho=1.0)).prepare()
-    with pytest.raises(InftdaError, match="the connection has an open transaction"):
-        DuckDBEngine(db, _request(rho=1.0, overwrite=True)).prepare()
-    db.execute("ROLLBACK").fetchall()
     with pytest.raises(BudgetExceededError):
         DuckDBEngine(db, _request(rho=1.0, overwrite=True)).prepare()
     note = DuckDBEngine(db, _request(rho=1.0, overwrite=True, budget_override=True)).prepare()
-    assert note == "budget override: spent rho 1 exceeds the budget rho 0.5 of 'persons'"
+    assert note == "budget override: spent rho 1 exceeds the budget rho 0.5 of 'main.persons'"
     assert DuckDBEngine(db, _request(rho=0.5, overwrite=True)).prepare() is None

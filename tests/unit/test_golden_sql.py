@@ -321,6 +321,14 @@ def test_golden_leaf_stats(world: duckdb.DuckDBPyConnection, golden: Golden) -> 
     assert _rows(world, sql) == [(0, 1, 1, 1, 0, 0, 1)]
 
 
+def test_golden_nan_leaves(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.nan_leaves(NAMES, ["w"])
+    golden("nan_leaves.sql", _text(("nan_leaves(NAMES, ['w'])", sql)))
+    _run(world, f'CREATE OR REPLACE TEMP TABLE "{NAMES.leaf}" AS SELECT * FROM '
+         "(VALUES (1.0::DOUBLE), ('nan'::DOUBLE), ('nan'::DOUBLE), (NULL)) t(w)")  # fmt: skip
+    assert _rows(world, sql) == [(2,)]  # NaN cells; a NULL is not NaN
+
+
 def test_golden_offending_rows(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.offending_rows('"dirty"', '"n" < 0')
     golden("offending_rows.sql", _text(("offending_rows('\"dirty\"', '\"n\" < 0')", sql)))
@@ -593,6 +601,20 @@ def test_golden_drop_temp_view(con: duckdb.DuckDBPyConnection, golden: Golden) -
 
 
 # ----------------------------------------------------------------------------- publish()
+
+
+def test_golden_explain(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.explain('"geo_d"')
+    golden("explain.sql", _text(("explain('\"geo_d\"')", sql)))
+    plans = dict(_rows(world, sql))
+    assert "geo_d" in plans["physical_plan"]
+
+
+def test_golden_set_explain_output(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.set_explain_output("all")
+    golden("set_explain_output.sql", _text(("set_explain_output('all')", sql)))
+    _run(con, sql)
+    assert _rows(con, "SELECT current_setting('explain_output')") == [("all",)]
 
 
 def test_golden_string_literal(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:

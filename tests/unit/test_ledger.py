@@ -10,8 +10,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from inftda_sql import BudgetExceededError
+from inftda_sql import BudgetError, BudgetExceededError
 from inftda_sql.core.accounting import Budget
+from inftda_sql.engines.duckdb.catalog import Resolved, TableRef, resolve
 from inftda_sql.engines.duckdb.ledger import (
     BUDGET_TABLE,
     LEDGER_TABLE,
@@ -21,6 +22,7 @@ from inftda_sql.engines.duckdb.ledger import (
     check_budget,
     ensure_tables,
     insert_release,
+    legacy_keys,
     next_release_id,
     read_budgets,
     read_releases,
@@ -189,16 +191,46 @@ def test_budgets_upsert_and_read(con: duckdb.DuckDBPyConnection) -> None:
     assert stored is not None and stored.rho == 0.5 and stored.given == "rho"
 
 
+def _persons(con: duckdb.DuckDBPyConnection, outside: tuple[str, ...] = ()) -> Resolved:
+    """The resolved input 'persons' (a table of this database)."""
+    con.execute("CREATE TABLE IF NOT EXISTS persons (a INTEGER)").fetchall()
+    ref = TableRef("memory", "main", "persons")
+    found = resolve(con, "persons", ref, "table", ref.sql)
+    return dataclasses.replace(found, outside=outside)
+
+
 def test_check_budget(con: duckdb.DuckDBPyConnection) -> None:
     ask = Budget.from_args(rho=0.25)
-    assert check_budget(con, "persons", ask, "zCDP", override=False) is None  # no budget
-    upsert_budget(con, _budget("persons", 0.5))
-    insert_release(con, release_record(release_id=1, rho=0.25))
-    assert check_budget(con, "persons", ask, "zCDP", override=False) is None  # exactly fits
-    insert_release(con, release_record(release_id=2, rho=0.125))
+    persons = _persons(con)
+    assert persons.keys == ("main.persons",)
+    assert check_budget(con, persons, ask, "zCDP", override=False) is None  # no budget
+    upsert_budget(con, _budget("main.persons", 0.5))
+    insert_release(con, release_record(release_id=1, rho=0.25, base_tables=["main.persons"]))
+    assert check_budget(con, persons, ask, "zCDP", override=False) is None  # exactly fits
+    insert_release(con, release_record(release_id=2, rho=0.125))  # an older row: by spelling
     with pytest.raises(BudgetExceededError, match=r"only rho=0\.125 .* after 2 release\(s\)"):
-        check_budget(con, "persons", ask, "zCDP", override=False)
-    note = check_budget(con, "persons", ask, "zCDP", override=True)
-    assert note == "budget override: spent rho 0.625 exceeds the budget rho 0.5 of 'persons'"
+        check_budget(con, persons, ask, "zCDP", override=False)
+    note = check_budget(con, persons, ask, "zCDP", override=True)
+    assert note == "budget override: spent rho 0.625 exceeds the budget rho 0.5 of 'main.persons'"
     with pytest.raises(BudgetExceededError, match="does not add up in rho"):
-        check_budget(con, "persons", ask, "approxDP", override=False)
+        check_budget(con, persons, ask, "approxDP", override=False)
+
+
+def test_check_budget_refuses_what_it_cannot_charge(con: duckdb.DuckDBPyConnection) -> None:
+    ask = Budget.from_args(rho=0.25)
+    from_file = _persons(con, outside=("READ_CSV",))
+    assert check_budget(con, from_file, ask, "zCDP", override=False) is None  # no budget at all
+    upsert_budget(con, _budget("other", 1.0))
+    with pytest.raises(BudgetError, match=r"reads data from outside its tables \(READ_CSV\)"):
+        check_budget(con, from_file, ask, "zCDP", override=False)
+    note = check_budget(con, from_file, ask, "zCDP", override=True)
+    assert note == "budget override: input reads READ_CSV, not charged to a table"
+
+
+def test_legacy_spellings_resolve_to_base_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE TABLE persons (a INTEGER)").fetchall()
+    con.execute("CREATE VIEW v AS SELECT * FROM persons").fetchall()
+    assert legacy_keys(con, "PERSONS", "memory") == ("main.persons",)
+    assert legacy_keys(con, "v", "memory") == ("main.persons",)
+    assert legacy_keys(con, "<relation>", "memory") == ("<relation>",)
+    assert legacy_keys(con, "dropped", "memory") == ("dropped",)

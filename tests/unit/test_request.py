@@ -102,7 +102,12 @@ ORDER: list[tuple[str, dict[str, Any], type[Exception], str]] = [
     ("split", {"split": [1.0]}, BudgetError, "got 1 split weights [1.0] for 2 noised levels"),
     ("seed", {"seed": -1}, SpecError, "seed must be a non-negative integer, got -1"),
     ("domain", {"domain": None}, DomainError, NO_DOMAIN),
-    ("output", {"output": "a.b.c"}, SpecError, "output must be a table name, got 'a.b.c'"),
+    (
+        "output",
+        {"output": "a.b.c.d"},
+        SpecError,
+        "output must be a table name (table, schema.table or database.schema.table), got 'a.b.c.d'",
+    ),
 ]
 
 
@@ -134,13 +139,9 @@ def test_the_mechanisms_requirement_comes_before_the_other_options() -> None:
             DomainError,
             "pass domain= or domain_from_data=True, not both",
         ),
-        ({"output": ""}, SpecError, "output must be a table name, got ''"),
-        ({"output": 7}, SpecError, "output must be a table name, got 7"),
-        (
-            {"output": "PERSONS"},
-            SpecError,
-            "output 'PERSONS' is the input table; choose another name",
-        ),
+        ({"output": ""}, SpecError, "output must be a table name (table, schema.table or"),
+        ({"output": 7}, SpecError, "output must be a table name (table, schema.table or"),
+        ({"output": 'a."b'}, SpecError, "output must be a table name (table, schema.table or"),
         ({"contribution": True}, SpecError, "contribution must be an integer >= 1, got True"),
         ({"contribution": 1.0}, SpecError, "contribution must be an integer >= 1, got 1.0"),
         ({"distinct": 1}, SpecError, "distinct must be True or False, got 1"),

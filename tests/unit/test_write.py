@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from inftda_sql import InftdaError, OutputExistsError
+from inftda_sql.core.accounting import Budget
 from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.core.tree import TopDownResult
 from inftda_sql.engines.duckdb import compile as _compile
 from inftda_sql.engines.duckdb import write as _write
+from inftda_sql.engines.duckdb.catalog import TableRef, resolve, resolve_target
 from inftda_sql.engines.duckdb.domain import build_chain
 from inftda_sql.engines.duckdb.write import begin_transaction, write_release
 from tests.system.helpers import make_geo, snapshot
@@ -41,16 +43,24 @@ def _write_out(
     result: TopDownResult = RESULT,
     **kw: Any,
 ) -> int:
-    return write_release(
+    output, view = kw.pop("output", "out"), kw.pop("view", "out_levels")
+    geo = TableRef("memory", "main", "geo")
+    written = write_release(
         con,
         NAMES,
         SPEC,
         result,
-        output=kw.pop("output", "out"),
-        view=kw.pop("view", "out_levels"),
+        output=resolve_target(con, output),
+        view=None if view is None else resolve_target(con, view),
         overwrite=overwrite,
         record=release_record(**kw),
+        source=resolve(con, "geo", geo, "table", geo.sql),
+        budget=Budget.from_args(rho=0.5),
+        guarantee="zCDP",
+        budget_override=False,
     )
+    assert written.base_tables == ["main.geo"]
+    return written.release_id
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
@@ -183,3 +193,15 @@ def test_begin_transaction(con: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(InftdaError, match="open transaction"):
         begin_transaction(con)
     con.execute("ROLLBACK").fetchall()
+
+
+def test_the_budget_is_checked_again_inside_the_transaction(db: duckdb.DuckDBPyConnection) -> None:
+    """What was spent between the early check and the write counts: the write refuses."""
+    from inftda_sql import BudgetExceededError, set_budget
+
+    set_budget(db, "geo", rho=0.75)
+    _write_out(db)  # spends 0.5 (the budget asked for in _write_out)
+    before = snapshot(db)
+    with pytest.raises(BudgetExceededError, match=r"main\.geo"):
+        _write_out(db, output="out2", view=None)
+    assert snapshot(db) == before

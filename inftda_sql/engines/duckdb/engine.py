@@ -74,7 +74,7 @@ class DuckDBEngine:
     @property
     def input(self) -> Source:
         if self._input is None:
-            raise SpecError("the input is not resolved yet: call resolve() first")
+            raise SpecError("the input is not resolved yet: call prepare() first")
         return self._input
 
     def prepare(self) -> str | None:

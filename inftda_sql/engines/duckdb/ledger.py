@@ -74,7 +74,9 @@ def is_library_name(name: str) -> bool:
     return name.lower() in LIBRARY_TABLES or name.lower().startswith(LIBRARY_PREFIX)
 
 
-def _column(sql_type: str, comment: str = "") -> Any:
+def _column(sql_type: str, comment: str = "", *, nullable_default: bool = False) -> Any:
+    if nullable_default:  # a column added later: None unless given
+        return field(default=None, metadata={"sql": sql_type, "comment": comment})
     return field(metadata={"sql": sql_type, "comment": comment})
 
 
@@ -113,7 +115,9 @@ class ReleaseRecord:
     library_version: str = _column("VARCHAR NOT NULL")
     details: str = _column("VARCHAR NOT NULL", "JSON: levels, view, parameters, diagnostics")
     base_tables: list[str] | None = _column(
-        "VARCHAR[]", "the base tables read, charged: schema.table (NULL in files from before)"
+        "VARCHAR[]",
+        "the base tables read, charged: schema.table (NULL in files from before)",
+        nullable_default=True,
     )
 
     @classmethod

@@ -127,9 +127,9 @@ def write_release(
     released = pa.table(
         {**{f"__leaf{c}": codes for c, codes in enumerate(result.codes)}, "count": result.counts}
     )
-    con.register(names.released, released)
     try:
         with atomic(con, "the release"):
+            con.register(names.released, released)
             ensure_tables(con, LEDGER_TABLE)
             note = check_budget(con, source, budget, guarantee, override=budget_override)
             if note and note not in record.non_private:
@@ -156,5 +156,6 @@ def write_release(
             )
             insert_release(con, record)
     finally:
-        con.unregister(names.released)
+        with contextlib.suppress(duckdb.Error):  # never hides the error that got us here
+            con.unregister(names.released)
     return record

@@ -1,0 +1,2 @@
+-- set_explain_output('all')
+SET explain_output = 'all';
