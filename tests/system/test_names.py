@@ -222,7 +222,7 @@ def no_noise(monkeypatch: pytest.MonkeyPatch) -> None:
     def drawn(*args: object, **kwargs: object) -> None:
         raise AssertionError("noise was drawn before the refusal")
 
-    monkeypatch.setattr(topdown, "sample_discrete_gaussian", drawn)
+    monkeypatch.setattr(topdown, "draw_discrete_gaussian", drawn)
 
 
 def test_read_only_connection_fails_before_any_work(tmp_path: Path, no_scan: None) -> None:
@@ -277,13 +277,13 @@ def test_count_total_above_int64_fails_before_noise(
         f"CREATE TABLE agg AS SELECT * FROM (VALUES ('North', 'N1', 'n1a', {big}), "
         f"('South', 'S1', 's1a', {big})) t(region, province, mun, n)"
     ).fetchall()
-    with pytest.raises(inftda_sql.InputDataError, match="largest BIGINT"):
+    with pytest.raises(inftda_sql.InputDataError, match=r"more than 2\*\*60"):
         _release(con, "agg", count="n")
     con.execute("CREATE TABLE agg2 AS SELECT region, province, mun, 1e300 AS n FROM agg")
-    with pytest.raises(inftda_sql.InputDataError, match="largest BIGINT"):
+    with pytest.raises(inftda_sql.InputDataError, match=r"more than 2\*\*60"):
         _release(con, "agg2", count="n")
     con.execute("CREATE TABLE agg3 AS SELECT region, province, mun, 'nan'::DOUBLE AS n FROM agg")
-    with pytest.raises(inftda_sql.InputDataError, match="infinite or NaN"):
+    with pytest.raises(inftda_sql.InputDataError, match="NaN or infinite"):
         _release(con, "agg3", count="n")
 
 
