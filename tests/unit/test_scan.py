@@ -160,7 +160,7 @@ def test_null_count(db: duckdb.DuckDBPyConnection) -> None:
     )
     assert got == (
         "InputDataError: count column 'n' has 4 row(s) with NULL; use 0 or drop those rows in a "
-        'view; see them with: SELECT * FROM "bad" WHERE "n" IS NULL'
+        'view; see them with: SELECT * FROM "memory"."main"."bad" WHERE "n" IS NULL'
     )
 
 
@@ -170,7 +170,7 @@ def test_negative_count(db: duckdb.DuckDBPyConnection) -> None:
     assert got == (
         "InputDataError: count column 'n' has 1 row(s) with a negative value; counts must be "
         'non-negative integers: fix or drop those rows in a view first (e.g. WHERE "n" >= 0); '
-        'see them with: SELECT * FROM "bad" WHERE "n" < 0'
+        'see them with: SELECT * FROM "memory"."main"."bad" WHERE "n" < 0'
     )
 
 
@@ -179,7 +179,7 @@ def test_fractional_count(db: duckdb.DuckDBPyConnection) -> None:
     assert got == (
         "InputDataError: count column 'n' has 7 row(s) that are not whole numbers (fractional, "
         "NaN or infinite); counts must be whole numbers (CAST or ROUND them in a view); see them "
-        'with: SELECT * FROM "bad" WHERE NOT (isfinite("n") AND "n" = trunc("n"))'
+        'with: SELECT * FROM "memory"."main"."bad" WHERE NOT (isfinite("n") AND "n" = trunc("n"))'
     )
 
 

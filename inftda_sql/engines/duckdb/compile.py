@@ -47,6 +47,7 @@ __all__ = [
     "level_counts",
     "levels_view",
     "missing_leaf",
+    "nan_leaves",
     "nesting_check",
     "node_counts",
     "not_whole",
