@@ -122,7 +122,7 @@ def _input(con: duckdb.DuckDBPyConnection, table: object) -> object:
 
 
 @settings(
-    max_examples=120,
+    max_examples=90,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
