@@ -119,6 +119,8 @@ _CHILD = textwrap.dedent(
             con = inftda_sql.connect(path)
         except inftda_sql.InputDataError as exc:
             assert "open in another program" in str(exc), exc
+            if not locked:
+                print("locked", flush=True)  # the parent lets go of the file after this
             locked += 1
             time.sleep(0.02)
             continue
@@ -153,7 +155,9 @@ def test_two_processes_on_one_file_never_overspend(tmp_path: Path) -> None:
         for name in ("a", "b")
     ]
     try:
-        threading.Event().wait(1.5)
+        for child in children:  # each has met the lock (however slowly it started)
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "locked"
     finally:
         holder.close()
     results = []
