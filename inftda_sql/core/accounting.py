@@ -746,12 +746,40 @@ def sigma_for(sensitivity: float, rho: float) -> float:
     float ``sigma`` with ``sensitivity^2 / (2 sigma^2) <= rho`` exactly (as rationals), i.e.
     ``sensitivity / sqrt(2 rho)`` rounded up, never a floating-point unit below it.
 
+    It is the sigma of every level of :func:`account`, and of the SQL function ``dp_sigma``.
+
+    Args:
+        sensitivity: the query's L2 sensitivity, ``> 0`` and finite.
+        rho: its zCDP budget, ``> 0``; ``inf`` gives 0.0 (no noise, as an infinite budget).
+
+    Raises:
+        SpecError: a non-positive, infinite, NaN or non-numeric ``sensitivity``.
+        BudgetError: a non-positive, NaN or non-numeric ``rho``.
+
     Example:
         >>> sigma_for(math.sqrt(2.0), 1.0)
         1.0000000000000002
         >>> sigma_for(1.0, 0.5)
         1.0
+        >>> sigma_for(1.0, float("inf"))
+        0.0
     """
+    d = _number("sensitivity", sensitivity, SpecError)
+    if not (d > 0.0 and math.isfinite(d)):
+        raise SpecError(
+            f"sensitivity must be positive and finite, got {sensitivity!r}", param="sensitivity"
+        )
+    r = _number("rho", rho)
+    if r <= 0.0:
+        raise BudgetError(
+            f"rho must be positive, got {rho!r}; pass ",
+            Arg("rho", math.inf),
+            " for exact (non-private) counts",
+            param="rho",
+        )
+    if math.isinf(r):
+        return 0.0
+    sensitivity, rho = d, r
     d2 = Fraction(sensitivity) ** 2
     two_rho = 2 * Fraction(rho)
     sigma = sensitivity / math.sqrt(2.0 * rho)

@@ -100,7 +100,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -176,27 +176,28 @@ class _Table:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_sigma(sigma: object) -> npt.NDArray[np.float64]:
-    """Return sigma as a float64 array (0-d for a scalar), or raise SpecError naming the value."""
+def _check_sigma(sigma: object, name: str = "sigma") -> npt.NDArray[np.float64]:
+    """Return ``sigma`` (or the Laplace ``scale``, per ``name``) as a float64 array (0-d for a
+    scalar), or raise SpecError naming the value."""
     if isinstance(sigma, (bool, np.bool_)):
-        raise SpecError(f"sigma must be a non-negative finite number, got {sigma!r}")
+        raise SpecError(f"{name} must be a non-negative finite number, got {sigma!r}")
     try:
         raw = np.asarray(sigma)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
-        raise SpecError(f"sigma must be a number or an array of numbers, got {sigma!r}") from exc
+        raise SpecError(f"{name} must be a number or an array of numbers, got {sigma!r}") from exc
     if raw.dtype.kind not in "iuf":
         raise SpecError(
-            f"sigma must be a non-negative finite number or an array of them, got {sigma!r} "
+            f"{name} must be a non-negative finite number or an array of them, got {sigma!r} "
             f"(dtype {raw.dtype})"
         )
     arr = raw.astype(np.float64)
     bad = ~(np.isfinite(arr) & (arr >= 0.0))
     if bad.any():
         if arr.ndim == 0:
-            raise SpecError(f"sigma must be a non-negative finite number, got {float(arr)!r}")
+            raise SpecError(f"{name} must be a non-negative finite number, got {float(arr)!r}")
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
         raise SpecError(
-            f"sigma must be non-negative and finite everywhere, got {float(arr[pos])!r} "
+            f"{name} must be non-negative and finite everywhere, got {float(arr[pos])!r} "
             f"at index {pos if len(pos) > 1 else pos[0]} ({int(bad.sum())} bad values)"
         )
     return arr
@@ -607,13 +608,20 @@ _PEEL_MAX = 8  # distinct sigmas split off by masking before falling back to sor
 
 
 def _draw_grouped(
-    sigmas: npt.NDArray[np.float64], out: npt.NDArray[np.int64], source: RandomSource
+    sigmas: npt.NDArray[np.float64],
+    out: npt.NDArray[np.int64],
+    source: RandomSource,
+    draw: Callable[[float, npt.NDArray[np.int64], RandomSource], None] | None = None,
 ) -> None:
-    """One draw per sigma, each group of equal sigmas sampled in one vectorised call.
+    """One draw per sigma, each group of equal sigmas sampled in one vectorised call of
+    ``draw`` (the discrete Gaussian's ``_draw`` by default, ``_draw_laplace`` for Laplace
+    scales).
 
     The first few distinct values are split off with one comparison pass each (cheap for the
     usual handful of levels); any further ones are grouped with ``np.unique`` and a sort.
     """
+    if draw is None:
+        draw = _draw
     todo: npt.NDArray[np.intp] | None = None  # positions still to draw; None means all
     for _ in range(_PEEL_MAX):
         rest = sigmas if todo is None else sigmas[todo]
@@ -622,11 +630,11 @@ def _draw_grouped(
         value = float(rest[0])
         same = rest == value
         if todo is None and bool(same.all()):
-            _draw(value, out, source)
+            draw(value, out, source)
             return
         where = np.flatnonzero(same) if todo is None else todo[same]
         draws = np.empty(where.size, dtype=np.int64)
-        _draw(value, draws, source)
+        draw(value, draws, source)
         out[where] = draws
         np.logical_not(same, out=same)
         todo = np.flatnonzero(same) if todo is None else todo[same]
@@ -638,7 +646,7 @@ def _draw_grouped(
     draws = np.empty(order.size, dtype=np.int64)
     start = 0
     for value, end in zip(values.tolist(), ends.tolist(), strict=True):
-        _draw(value, draws[start:end], source)
+        draw(value, draws[start:end], source)
         start = end
     out[order] = draws
 
@@ -834,10 +842,17 @@ def sample_discrete_laplace(
     *,
     rng: object = None,
 ) -> npt.NDArray[np.int64]: ...
+@overload
+def sample_discrete_laplace(
+    scale: npt.NDArray[Any] | Sequence[Any],
+    size: int | tuple[int, ...] | None = None,
+    *,
+    rng: object = None,
+) -> npt.NDArray[np.int64]: ...
 
 
 def sample_discrete_laplace(
-    scale: float | np.floating[Any] | np.integer[Any],
+    scale: npt.ArrayLike,
     size: int | tuple[int, ...] | None = None,
     *,
     rng: object = None,
@@ -851,13 +866,16 @@ def sample_discrete_laplace(
     rejection sampler of Canonne, Kamath & Steinke (slow). See the module docstring.
 
     Args:
-        scale: The scale b, a finite number >= 0 (0 gives 0). The variance is 2a / (1-a)^2.
-        size: Output shape (None: a single ``np.int64``).
+        scale: The scale b, a finite number >= 0 (0 gives 0), or an array of them (one per
+            draw, each group of equal scales drawn in one vectorised call). The variance is
+            2a / (1-a)^2.
+        size: Output shape for a scalar ``scale`` (None: a single ``np.int64``). For an array
+            ``scale`` it must be None or equal to ``scale``'s shape.
         rng: None (default) for the operating system's CSPRNG; an int seed or a
             ``numpy.random.Generator`` for reproducible, non-cryptographic draws (tests only).
 
     Returns:
-        An ``np.int64`` (``size=None``) or an int64 array of shape ``size``.
+        An ``np.int64`` (scalar ``scale``, ``size=None``) or an int64 array.
 
     Raises:
         SpecError: scale negative, NaN, infinite or not a number; bad ``size``; bad ``rng``.
@@ -867,7 +885,20 @@ def sample_discrete_laplace(
         np.int64(0)
         >>> sample_discrete_laplace(2.0, size=3, rng=7).dtype
         dtype('int64')
+        >>> sample_discrete_laplace([0.0, 0.0]).tolist()
+        [0, 0]
     """
+    if np.ndim(scale) > 0:
+        arr = _check_sigma(scale, "scale")
+        if size is not None and (dims := _check_size(size)) != arr.shape:
+            raise SpecError(
+                f"size {dims} does not match the shape {arr.shape} of the scale array; "
+                "pass size=None to draw one value per scale"
+            )
+        source = as_source(rng)
+        draws = np.empty(arr.size, dtype=np.int64)
+        _draw_grouped(arr.ravel(), draws, source, _draw_laplace)
+        return draws.reshape(arr.shape)
     b = _check_scale(scale)
     shape = None if size is None else _check_size(size)
     source = as_source(rng)

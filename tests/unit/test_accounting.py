@@ -29,6 +29,7 @@ from inftda_sql.core.accounting import (
     level_sensitivities,
     rho_to_delta,
     rho_to_epsilon,
+    sigma_for,
     split_rho,
     stability_histogram,
     zcdp_compose,
@@ -522,6 +523,40 @@ def test_zcdp_compose() -> None:
 
 # --------------------------------------------------------------------------------------------
 # account / Accounting
+
+
+def test_sigma_for_is_the_accountings_formula() -> None:
+    """One formula: every level's sigma of account() is sigma_for of its D and rho."""
+    assert sigma_for(math.sqrt(2.0), 1.0) == math.nextafter(1.0, 2.0)  # rounded up
+    assert sigma_for(1.0, INF) == 0.0
+    for privacy, m in (("bounded", 1), ("bounded", 3), ("unbounded", 2)):
+        acct = account(
+            Budget.from_args(epsilon=1.0, delta=1e-8), ["a", "b", "c"], privacy=privacy,
+            contribution=m, split=[1, 2, 3] if m == 1 else None,
+        )  # fmt: skip
+        for d, r, sigma in zip(
+            acct.level_sensitivity, acct.level_rho, acct.level_sigma, strict=True
+        ):
+            assert sigma_for(d, r) == sigma  # bit for bit
+
+
+@pytest.mark.parametrize(
+    ("rho", "sensitivity", "error", "fragment"),
+    [
+        (0.0, 1.0, BudgetError, "rho must be positive, got 0.0; pass rho=float('inf')"),
+        (-1.0, 1.0, BudgetError, "rho must be positive"),
+        (NAN, 1.0, BudgetError, "rho must be a number, got NaN"),
+        (1.0, 0.0, SpecError, "sensitivity must be positive and finite, got 0.0"),
+        (1.0, INF, SpecError, "sensitivity must be positive and finite, got inf"),
+        (1.0, "2", SpecError, "sensitivity must be a number"),
+    ],
+)
+def test_sigma_for_rejects_bad_input(
+    rho: Any, sensitivity: Any, error: type[Exception], fragment: str
+) -> None:
+    with pytest.raises(error, match=re.escape(fragment)) as info:
+        sigma_for(sensitivity, rho)
+    assert info.value.param in ("rho", "sensitivity")  # type: ignore[attr-defined]
 
 
 def test_account_bounded() -> None:

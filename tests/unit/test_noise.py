@@ -565,6 +565,28 @@ def test_laplace_chi_square_rejection_above_table_limit() -> None:
     assert _laplace_gof(x, scale, min_expected=50.0) > P_FLOOR
 
 
+def test_laplace_array_scale_groups_are_each_right() -> None:
+    scale = np.random.default_rng(1).permutation(np.repeat([0.5, 40.0, 0.0, 2.5], 50_000))
+    x = sample_discrete_laplace(scale, rng=12)
+    assert x.shape == scale.shape and x.dtype == np.int64
+    for b in (0.5, 40.0, 2.5):
+        assert _laplace_gof(x[scale == b], b) > P_FLOOR
+    assert (x[scale == 0.0] == 0).all()
+    grid = sample_discrete_laplace(np.full((3, 4), 2.0), size=(3, 4), rng=1)
+    assert grid.shape == (3, 4)
+    again = sample_discrete_laplace(np.full((3, 4), 2.0), rng=1)
+    assert (grid == again).all()  # a seeded array draw is reproducible
+
+
+def test_laplace_array_scale_is_checked() -> None:
+    with pytest.raises(
+        SpecError, match=r"scale must be non-negative and finite everywhere, got -2\.0 at index 1"
+    ):
+        sample_discrete_laplace([1.0, -2.0])
+    with pytest.raises(SpecError, match="does not match the shape"):
+        sample_discrete_laplace([1.0, 2.0], size=3)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("scale", [0.5, 3.7, 100.0])
 def test_laplace_mean_variance_symmetry(scale: float) -> None:
