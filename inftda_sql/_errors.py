@@ -28,18 +28,20 @@ types, so that one message reads right in Python and on the command line::
 
 ``str(err)`` is the Python spelling (``pass overwrite=True or choose another output= name``);
 ``err.message(cli=True)`` is the command line's (``pass --overwrite or choose another --output
-name``). The parts:
+name``); ``err.message(sql=True)`` the SQL functions' (``delta := 1e-8``: the named-argument
+syntax of a DuckDB macro call, see :mod:`inftda_sql.engines.duckdb.functions`). The parts:
 
 * :class:`Arg` -- a parameter, with or without a value: ``rho=0.5`` / ``--rho 0.5``,
   ``overwrite=True`` / ``--overwrite``, ``levels_view=False`` / ``--no-levels-view``,
   ``hierarchy=[['a', 'b'], ['c']]`` / ``--hierarchy a,b --hierarchy c``, ``rho=...`` /
-  ``--rho ...``, ``rho=float('inf')`` / ``--rho inf``. :class:`Code` is a value spelled as
+  ``--rho ...``, ``rho=float('inf')`` / ``--rho inf``; in SQL ``rho := 0.5``,
+  ``conversion := 'tight'``, ``rho := 'inf'``. :class:`Code` is a value spelled as
   typed (``delta=1e-8``), :class:`Placeholder` a value to fill in (``[origin columns...]`` /
   ``<origin columns>``).
 * :class:`Func` -- a library function that is a command on the command line:
   ``set_budget()`` / ```inftda-sql budget```.
 * :class:`Spelling` -- text written differently in each (or in one only, e.g. a mapping
-  ``domain={...}`` that has no flag).
+  ``domain={...}`` that has no flag); SQL uses the Python text unless given its own.
 
 ``err.param`` names the parameter the error is about (``"epsilon"``), or is None when it is
 about several or none. Warnings (:class:`InftdaWarning`) take the same parts.
@@ -147,6 +149,19 @@ class Arg:
             return f"{self.name}="
         return f"{self.name}={_python_value(self.value, self.spec)}"
 
+    def sql(self) -> str:
+        """``name := value`` as typed in a call of a SQL function (``name :=`` without one).
+
+        Example:
+            >>> Arg("delta", Code("1e-8")).sql(), Arg("conversion", "tight").sql()
+            ('delta := 1e-8', "conversion := 'tight'")
+            >>> Arg("rho", float("inf")).sql(), Arg("descending", True).sql()
+            ("rho := 'inf'", 'descending := true')
+        """
+        if self.value is MISSING:
+            return f"{self.name} :="
+        return f"{self.name} := {_sql_value(self.value, self.spec)}"
+
     def cli(self) -> str:
         """The flag and its value(s) as typed on the command line."""
         value = self.value
@@ -188,10 +203,14 @@ class Func:
     def cli(self) -> str:
         return f"`inftda-sql {self.command}`"
 
+    def sql(self) -> str:
+        return self.python()
+
 
 @dataclass(frozen=True)
 class Spelling:
-    """Text spelled differently in Python and on the command line (``()`` for absent).
+    """Text spelled differently in Python and on the command line (``()`` for absent); in SQL
+    as ``sql`` says, or as in Python when ``sql`` is None.
 
     Example:
         >>> only_python = Spelling(python=(" or ", Arg("domain", {"sex": ["F"]})), cli=())
@@ -201,6 +220,7 @@ class Spelling:
 
     python: str | tuple[Part, ...]
     cli: str | tuple[Part, ...]
+    sql: str | tuple[Part, ...] | None = None
 
 
 Part: TypeAlias = str | Arg | Func | Spelling
@@ -218,6 +238,28 @@ def _python_value(value: object, spec: str | None) -> str:
     return repr(value)
 
 
+def _sql_value(value: object, spec: str | None) -> str:
+    """A value as a SQL literal: strings quoted, ``true``/``false``, ``NULL``, non-finite
+    floats as the strings DuckDB casts to DOUBLE (``'inf'``), lists in brackets."""
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, Code):
+        return str(value)
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"'{value!r}'"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_sql_value(v, spec) for v in value) + "]"
+    if spec is not None and spec != "!r":
+        return format(value, spec)
+    return repr(value)
+
+
 def _cli_items(values: Sequence[object]) -> str:
     """``['a', 'b']`` -> ``a,b``; placeholders -> ``<origin columns>``."""
     if any(isinstance(v, Placeholder) for v in values):
@@ -227,8 +269,9 @@ def _cli_items(values: Sequence[object]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def render(parts: Sequence[Part], *, cli: bool = False) -> str:
-    """The text of ``parts`` in the Python spelling, or the command line's if ``cli``.
+def render(parts: Sequence[Part], *, cli: bool = False, sql: bool = False) -> str:
+    """The text of ``parts`` in the Python spelling, the command line's if ``cli``, or the SQL
+    functions' if ``sql``.
 
     Example:
         >>> parts = ["pass ", Arg("overwrite", True), " or choose another ", Arg("output"), " name"]
@@ -236,16 +279,24 @@ def render(parts: Sequence[Part], *, cli: bool = False) -> str:
         'pass overwrite=True or choose another output= name'
         >>> render(parts, cli=True)
         'pass --overwrite or choose another --output name'
+        >>> render(["e.g. ", Arg("delta", Code("1e-8"))], sql=True)
+        'e.g. delta := 1e-8'
     """
+    if cli and sql:
+        raise ValueError("render: choose cli=True or sql=True, not both")
     out: list[str] = []
     for part in parts:
         if isinstance(part, str):
             out.append(part)
         elif isinstance(part, Spelling):
             chosen = part.cli if cli else part.python
-            out.append(chosen if isinstance(chosen, str) else render(chosen, cli=cli))
+            if sql and part.sql is not None:
+                chosen = part.sql
+            out.append(chosen if isinstance(chosen, str) else render(chosen, cli=cli, sql=sql))
+        elif cli:
+            out.append(part.cli())
         else:
-            out.append(part.cli() if cli else part.python())
+            out.append(part.sql() if sql else part.python())
     return "".join(out)
 
 
@@ -267,9 +318,9 @@ class InftdaError(Exception):
         self.param = param
         super().__init__(render(parts))
 
-    def message(self, *, cli: bool = False) -> str:
-        """The message in the Python spelling (``str(err)``), or the command line's."""
-        return render(self.parts, cli=cli)
+    def message(self, *, cli: bool = False, sql: bool = False) -> str:
+        """The message in the Python spelling (``str(err)``), the command line's or SQL's."""
+        return render(self.parts, cli=cli, sql=sql)
 
 
 class BudgetError(InftdaError, ValueError):
@@ -323,6 +374,6 @@ class InftdaWarning(UserWarning):
         self.param = param
         super().__init__(render(parts))
 
-    def message(self, *, cli: bool = False) -> str:
-        """The message in the Python spelling (``str(warning)``), or the command line's."""
-        return render(self.parts, cli=cli)
+    def message(self, *, cli: bool = False, sql: bool = False) -> str:
+        """The message in the Python spelling (``str(warning)``), the command line's or SQL's."""
+        return render(self.parts, cli=cli, sql=sql)

@@ -1,4 +1,5 @@
-"""Errors and warnings built from parts: one message, spelled for Python and the command line."""
+"""Errors and warnings built from parts: one message, spelled for Python, the command line and
+SQL."""
 
 from __future__ import annotations
 
@@ -86,6 +87,44 @@ def test_func_and_spelling() -> None:
         "raise it with set_budget() or domain={'sex': ['F', 'M']}domain must be a list of 2 domains"
     )
     assert render(parts, cli=True) == "raise it with `inftda-sql budget`--domain twice"
+
+
+@pytest.mark.parametrize(
+    "arg,sql",
+    [
+        (Arg("delta"), "delta :="),
+        (Arg("rho", ...), "rho := ..."),
+        (Arg("rho", 0.5), "rho := 0.5"),
+        (Arg("rho", math.inf), "rho := 'inf'"),
+        (Arg("rho", -math.inf, "!r"), "rho := '-inf'"),
+        (Arg("epsilon", 52.5, ".6g"), "epsilon := 52.5"),
+        (Arg("delta", Code("1e-8")), "delta := 1e-8"),
+        (Arg("conversion", "tight"), "conversion := 'tight'"),
+        (Arg("name", "o'brien"), "name := 'o''brien'"),
+        (Arg("descending", False), "descending := false"),
+        (Arg("target", None), "target := NULL"),
+        (Arg("noisy", [3, -1]), "noisy := [3, -1]"),
+    ],
+)
+def test_an_arg_in_the_sql_spelling(arg: Arg, sql: str) -> None:
+    """The named-argument syntax of a DuckDB macro call, values as SQL literals."""
+    assert render([arg], sql=True) == arg.sql() == sql
+
+
+def test_the_sql_spelling_of_funcs_spellings_and_errors() -> None:
+    parts = [
+        Func("set_budget", command="budget"),
+        Spelling(python=" py", cli=" cli"),
+        Spelling(python=" py", cli=" cli", sql=(" ", Arg("rho", 0.5))),
+    ]
+    assert render(parts, sql=True) == "set_budget() py rho := 0.5"
+    err = BudgetError("pass ", Arg("rho", math.inf), " for exact counts", param="rho")
+    assert err.message(sql=True) == "pass rho := 'inf' for exact counts"
+    assert str(err) == "pass rho=float('inf') for exact counts"
+    warning = InftdaWarning(Arg("epsilon", 50.0, ".6g"), " is large")
+    assert warning.message(sql=True) == "epsilon := 50 is large"
+    with pytest.raises(ValueError, match="not both"):
+        render(parts, cli=True, sql=True)
 
 
 def test_errors_keep_their_builtin_bases_and_carry_param() -> None:
