@@ -16,6 +16,9 @@ The package is organised as the pipeline of a release:
 * **checking a release** (outside the privacy boundary: it reads the true data):
   :func:`evaluate` compares a release with the truth per level, :func:`plot_evaluation` and
   :func:`plot_zoom` draw it -- ``_evaluate.py``, ``_plot.py``;
+* **the building blocks in SQL**: :func:`register` adds ``dp_rho``, ``dp_epsilon``,
+  ``dp_sigma``, ``dp_discrete_gaussian``, ``dp_discrete_laplace`` and ``intopt`` to a DuckDB
+  connection, vectorised over Arrow batches -- ``engines/duckdb/functions.py``;
 * **opening files for other clients**: :func:`connect` with ``storage_version=`` writes files
   that older DuckDB engines (SQL IDEs) can read -- ``_compat.py``; :func:`publish` copies a
   release, and nothing private, into a file to share -- ``_publish.py``.
@@ -47,6 +50,7 @@ from ._version import __version__
 from .core.accounting import Accounting, Budget
 from .core.intopt import intopt
 from .core.noise import sample_discrete_gaussian
+from .engines.duckdb.functions import register
 
 __all__ = [
     "Accounting",
@@ -72,6 +76,7 @@ __all__ = [
     "plot_evaluation",
     "plot_zoom",
     "publish",
+    "register",
     "release",
     "sample_discrete_gaussian",
     "set_budget",

@@ -40,6 +40,7 @@ def test_public_names_are_pinned() -> None:
         "plot_evaluation",
         "plot_zoom",
         "publish",
+        "register",
         "release",
         "sample_discrete_gaussian",
         "set_budget",
