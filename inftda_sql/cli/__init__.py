@@ -4,7 +4,8 @@ Commands: ``demo`` (build a demo database and release it), ``release`` (every op
 :func:`inftda_sql.release` from flags or a TOML file), ``evaluate`` (per-level error of a
 release against the truth, plots to PNG), ``plan`` (noise and expected error per level before
 touching any data), ``budget`` (cap the releases of an input), ``ledger`` (releases made and
-budget spent) and ``publish`` (copy a release into a file to share).
+budget spent), ``publish`` (copy a release into a file to share) and ``sql`` (a SQL shell with
+the building blocks registered as SQL functions).
 
 The package:
 
@@ -12,6 +13,8 @@ The package:
   turned into the library's keyword arguments; a malformed line is a ``UsageError``;
 * ``commands.py`` -- one function per command (``COMMANDS``): open the file, call the library,
   print the result;
+* ``shell.py`` -- the SQL shell of ``sql``: statements ending in ``;``, results as tables, dot
+  commands (``.functions``, ``.quit``);
 * ``console.py`` -- what is written: the progress bar, tables / CSV / JSON, one-line errors and
   warnings in the command line's spelling (``--overwrite``, not ``overwrite=True``: library
   messages are built from parts, see :mod:`inftda_sql._errors`);

@@ -28,7 +28,17 @@ from ..engines.duckdb.ledger import read_releases
 from . import console
 from .parse import UsageError, chains, plan_options, release_options
 
-__all__ = ["COMMANDS", "budget", "demo", "evaluate", "ledger", "plan", "publish", "release_"]
+__all__ = [
+    "COMMANDS",
+    "budget",
+    "demo",
+    "evaluate",
+    "ledger",
+    "plan",
+    "publish",
+    "release_",
+    "sql",
+]
 
 
 class Unavailable(InftdaError):
@@ -376,6 +386,33 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------------------------
+# sql
+
+
+def sql(args: argparse.Namespace) -> int:
+    """A SQL shell on a database, with the SQL functions of inftda_sql registered."""
+    from ..engines.duckdb.functions import register
+    from .shell import Shell, banner, script_reader, terminal_reader
+
+    memory = args.db == ":memory:"
+    con = connect(":memory:") if memory else _open(args.db, read_only=args.read_only)
+    try:
+        functions = register(con)
+        shell = Shell(con, max_rows=args.max_rows)
+        if args.sql is not None:
+            try:
+                return 0 if shell.run(args.sql) else 1
+            except EOFError:  # -c .quit
+                return 0
+        if sys.stdin.isatty():
+            print(banner(args.db, functions))
+            return shell.loop(terminal_reader(), interactive=True)
+        return shell.loop(script_reader(sys.stdin.read()), interactive=False)
+    finally:
+        con.close()
+
+
 #: the function of each command
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": demo,
@@ -385,4 +422,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ledger": ledger,
     "budget": budget,
     "publish": publish,
+    "sql": sql,
 }

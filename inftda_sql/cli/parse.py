@@ -322,6 +322,22 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--delta", type=float)
     b.add_argument("--conversion", choices=["tight", "simple"], help="rho <-> (epsilon, delta)")
 
+    q = sub.add_parser(
+        "sql",
+        help="a SQL shell with the building blocks as functions (dp_sigma, "
+        "dp_discrete_gaussian, intopt, ...)",
+        description="DuckDB statements, ending in ';', on a database with inftda_sql's SQL "
+        "functions registered: from the terminal, from a script on stdin, or with -c.",
+    )
+    q.add_argument(
+        "db", nargs="?", default=":memory:", help="DuckDB database file (default: in memory)"
+    )
+    q.add_argument("-c", "--command", dest="sql", metavar="SQL", help="run SQL and exit")
+    q.add_argument("--read-only", action="store_true", help="open the file read-only")
+    q.add_argument(
+        "--max-rows", type=int, default=100, help="rows shown per result (default 100; 0: all)"
+    )
+
     pl = sub.add_parser(
         "plan",
         help="noise and expected max error per level, before touching any data",

@@ -22,7 +22,7 @@ def test_every_command_has_a_function() -> None:
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(sub.choices) == set(commands.COMMANDS) == {
-        "demo", "release", "evaluate", "plan", "ledger", "budget", "publish",
+        "demo", "release", "evaluate", "plan", "ledger", "budget", "publish", "sql",
     }  # fmt: skip
 
 
