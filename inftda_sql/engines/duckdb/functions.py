@@ -256,13 +256,17 @@ def _dp_sigma(rho: Any, sensitivity: Any) -> Any:
 
 
 def _dp_discrete_gaussian(sigma: Any) -> Any:
-    draws = sample_discrete_gaussian(_scales(sigma, "sigma"), rng=_CSPRNG)
-    return pa.array(draws, type=pa.int64())
+    s = _scales(sigma, "sigma")
+    if bool((s == s[0]).all()):  # one sigma for the batch (the usual case): one plain call
+        return pa.array(sample_discrete_gaussian(float(s[0]), s.size, rng=_CSPRNG))
+    return pa.array(sample_discrete_gaussian(s, rng=_CSPRNG), type=pa.int64())
 
 
 def _dp_discrete_laplace(scale: Any) -> Any:
-    draws = sample_discrete_laplace(_scales(scale, "scale"), rng=_CSPRNG)
-    return pa.array(draws, type=pa.int64())
+    b = _scales(scale, "scale")
+    if bool((b == b[0]).all()):
+        return pa.array(sample_discrete_laplace(float(b[0]), b.size, rng=_CSPRNG))
+    return pa.array(sample_discrete_laplace(b, rng=_CSPRNG), type=pa.int64())
 
 
 def _targets(target: Any) -> I64:
