@@ -12,5 +12,7 @@ Its rooms, in the order a release walks through them:
   one identifier-quoting helper.
 
 ``engine.py`` (:class:`~.engine.DuckDBEngine`) strings them together behind
-:class:`inftda_sql.engines.Engine`.
+:class:`inftda_sql.engines.Engine`. Beside the release, ``functions.py``
+(:func:`~.functions.register`) offers the building blocks themselves as SQL functions on a
+connection (macros in ``sql/functions.sql``).
 """
