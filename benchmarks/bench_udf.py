@@ -19,7 +19,9 @@ Draws (``N`` rows of ``t(x BIGINT, s DOUBLE)``, the noise CSPRNG as always):
   sigmas mixed row by row);
 * ``python noise``: ``(x + sample_discrete_gaussian(s)).sum()`` on the same columns already in
   numpy (one sigma: a scalar and a size, the API's fastest call; mixed: the array of sigmas);
-* ``sql floor``: ``SELECT sum(x + 0) FROM t``, the query without the function.
+* ``sql floor``: ``SELECT sum(x + 0) FROM t``, the query without the function;
+* ``sql no-op Arrow UDF``: the same query through an Arrow UDF that returns zeros: the price of
+  the round trip itself (DuckDB to Arrow to Python and back, one call per 2,048 rows).
 
 IntOpt (``--children`` children in ``--parents`` parents of lognormal sizes, the level of
 ``bench_intopt.py``):
@@ -47,6 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+import duckdb.func
 import numpy as np
 import pyarrow as pa
 
@@ -114,6 +117,15 @@ def main() -> None:
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     con = duckdb.connect(config={"threads": args.threads})
     inftda_sql.register(con)
+    zeros = np.zeros(2048, dtype=np.int64)  # DuckDB's batches have at most 2,048 rows
+    con.create_function(
+        "bench_nop",
+        lambda s: pa.array(zeros[: len(s)]),
+        ["DOUBLE"],
+        "BIGINT",
+        type=duckdb.func.ARROW,
+        side_effects=True,
+    )
 
     # ---------------------------------------------------------------------------- noise
     n = args.draws
@@ -137,6 +149,7 @@ def main() -> None:
                 (x + sample_discrete_gaussian(s_mixed)).sum()
             ),
             "sql floor (no function)": sql("SELECT sum(x + 0) FROM t"),
+            "sql no-op Arrow UDF": sql("SELECT sum(x + bench_nop(s)) FROM t"),
         },
         args.rounds,
     )
