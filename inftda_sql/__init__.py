@@ -17,8 +17,9 @@ The package is organised as the pipeline of a release:
   :func:`evaluate` compares a release with the truth per level, :func:`plot_evaluation` and
   :func:`plot_zoom` draw it -- ``_evaluate.py``, ``_plot.py``;
 * **the building blocks in SQL**: :func:`register` adds ``dp_rho``, ``dp_epsilon``,
-  ``dp_sigma``, ``dp_discrete_gaussian``, ``dp_discrete_laplace`` and ``intopt`` to a DuckDB
-  connection, vectorised over Arrow batches -- ``engines/duckdb/functions.py``;
+  ``dp_sensitivity``, ``dp_sigma``, ``dp_discrete_gaussian``, ``dp_discrete_laplace`` and
+  ``intopt`` to a DuckDB connection, vectorised over Arrow batches --
+  ``engines/duckdb/functions.py``;
 * **opening files for other clients**: :func:`connect` with ``storage_version=`` writes files
   that older DuckDB engines (SQL IDEs) can read -- ``_compat.py``; :func:`publish` copies a
   release, and nothing private, into a file to share -- ``_publish.py``.

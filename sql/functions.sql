@@ -12,6 +12,9 @@ CREATE OR REPLACE TEMP MACRO dp_rho(epsilon, delta, conversion := 'tight') AS
 CREATE OR REPLACE TEMP MACRO dp_epsilon(rho, delta, conversion := 'tight') AS
     inftda_dp_epsilon(rho, delta, conversion);
 
+CREATE OR REPLACE TEMP MACRO dp_sensitivity(privacy := 'bounded', contribution := 1, distinct_leaves := false, leaf := false) AS
+    inftda_dp_sensitivity(privacy, contribution, distinct_leaves, leaf);
+
 CREATE OR REPLACE TEMP MACRO dp_sigma(rho, sensitivity) AS
     inftda_dp_sigma(rho, sensitivity);
 

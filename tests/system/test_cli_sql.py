@@ -45,13 +45,13 @@ def test_a_script_on_stdin(db: Path) -> None:
 -- the noisy count of every region of the public domain, and IntOpt under the root
 CREATE TEMP TABLE noisy AS
 SELECT region, coalesce(n, 0) + dp_discrete_gaussian(
-           dp_sigma(rho := dp_rho(1.0, 1e-8), sensitivity := sqrt(2))) AS noisy
+           dp_sigma(rho := dp_rho(1.0, 1e-8), sensitivity := dp_sensitivity())) AS noisy
 FROM (SELECT DISTINCT region FROM geo)
 LEFT JOIN (SELECT region, count(*) AS n FROM persons GROUP BY region) USING (region);
 SELECT list_sum(x) AS total, list_min(x) >= 0 AS non_negative, len(x) AS regions
 FROM (SELECT intopt(list(noisy ORDER BY region), (SELECT count(*) FROM persons)) AS x
       FROM noisy);
-SELECT dp_sigma(0.25, sqrt(2)) AS sigma;
+SELECT dp_sigma(0.125, 1) AS sigma;
 """
     out = shell(str(db), stdin=script)
     assert out.returncode == 0, out.stderr
@@ -103,7 +103,7 @@ def test_files_must_exist_and_may_be_read_only(db: Path, tmp_path: Path) -> None
     ro = shell(str(db), "--read-only", "-c", "CREATE TABLE t AS SELECT 1")
     assert ro.returncode == 1
     assert "read-only" in ro.stderr
-    ok = shell(str(db), "--read-only", "-c", "SELECT dp_sigma(1.0, sqrt(2)) AS s")
+    ok = shell(str(db), "--read-only", "-c", "SELECT dp_sigma(0.5, 1) AS s")
     assert ok.returncode == 0 and ok.stdout.splitlines()[1] == "1.0"
 
 

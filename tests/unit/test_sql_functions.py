@@ -24,8 +24,8 @@ from inftda_sql.core.accounting import (
     Budget,
     account,
     epsilon_to_rho,
-    gaussian_sigma,
     rho_to_epsilon,
+    sigma_for,
 )
 from inftda_sql.core.intopt import intopt
 from inftda_sql.core.noise import discrete_gaussian_pmf, discrete_laplace_pmf
@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = [
     "dp_rho",
     "dp_epsilon",
+    "dp_sensitivity",
     "dp_sigma",
     "dp_discrete_gaussian",
     "dp_discrete_laplace",
@@ -177,7 +178,7 @@ def test_connections_sharing_a_database_each_register(tmp_path: Path) -> None:
     try:
         for con in (first, second, cursor, first):
             assert [f.name for f in register(con)] == NAMES
-        assert one(cursor, "SELECT dp_sigma(1.0, sqrt(2))") == 1.0
+        assert one(cursor, "SELECT dp_sigma(0.5, 1)") == 1.0
         first.close()  # it registered the UDFs last; the second connection still runs them
         assert one(second, "SELECT intopt([3, -1, 4], 6)") == [2, 0, 4]
         assert one(second, "SELECT dp_discrete_gaussian(0.0)") == 0
@@ -232,10 +233,43 @@ def test_dp_sigma_equals_the_release_sigma_bit_for_bit(fcon: duckdb.DuckDBPyConn
     )
     for d, r, sigma in zip(acct.level_sensitivity, acct.level_rho, acct.level_sigma, strict=True):
         assert one(fcon, "SELECT dp_sigma(rho := $r, sensitivity := $d)", {"r": r, "d": d}) == sigma
-    # the README's spelling: rho split uniformly over 2 levels, sensitivity sqrt(2)
+    # the README's spelling: rho split uniformly over 2 levels, the default sensitivity
     two = account(Budget.from_args(epsilon=1.0, delta=1e-8), ["region", "province"])
-    assert one(fcon, "SELECT dp_sigma(dp_rho(1.0, 1e-8) / 2, sqrt(2))") == two.level_sigma[0]
+    for level in (0, 1):
+        assert (
+            one(
+                fcon,
+                "SELECT dp_sigma(dp_rho(1.0, 1e-8) / 2, dp_sensitivity(leaf := $leaf))",
+                {"leaf": level == 1},
+            )
+            == two.level_sigma[level]
+        )
     assert one(fcon, "SELECT dp_sigma(rho := 'inf', sensitivity := 1)") == 0.0
+
+
+@pytest.mark.parametrize("privacy", ["bounded", "unbounded"])
+@pytest.mark.parametrize("m", [1, 2, 3, 6])
+@pytest.mark.parametrize("distinct", [False, True])
+def test_dp_sensitivity_is_the_releases(
+    fcon: duckdb.DuckDBPyConnection, privacy: str, m: int, distinct: bool
+) -> None:
+    """Every level of account() has the sensitivity dp_sensitivity gives it."""
+    acct = account(
+        Budget.from_args(rho=1.0),
+        ["a", "b", "c"],
+        privacy=privacy,
+        contribution=m,
+        distinct=distinct,
+        noise_root=privacy == "unbounded",
+    )
+    got = fcon.execute(
+        "SELECT dp_sensitivity($p, $m, $d, false), dp_sensitivity(privacy := $p, "
+        "contribution := $m, distinct_leaves := $d, leaf := true)",
+        {"p": privacy, "m": m, "d": distinct},
+    ).fetchall()[0]
+    assert got == (acct.level_sensitivity[-2], acct.level_sensitivity[-1])
+    if (privacy, m, distinct) == ("bounded", 1, False):  # the defaults
+        assert one(fcon, "SELECT dp_sensitivity()") == acct.level_sensitivity[0]
 
 
 def test_accounting_is_vectorised_over_mixed_rows(fcon: duckdb.DuckDBPyConnection) -> None:
@@ -254,7 +288,7 @@ def test_accounting_is_vectorised_over_mixed_rows(fcon: duckdb.DuckDBPyConnectio
     for (rho, back, sigma), e, d, c, s in zip(got, eps, delta, conv, sens, strict=True):
         want = to_rho(float(e), float(d), str(c))
         assert rho == want
-        assert sigma == gaussian_sigma(want, float(s))
+        assert sigma == sigma_for(float(s), want)
         assert back == to_eps(want, float(d), str(c))
 
 
@@ -283,6 +317,15 @@ def test_accounting_is_vectorised_over_mixed_rows(fcon: duckdb.DuckDBPyConnectio
         ),
         ("SELECT dp_sigma(1, -1)", "dp_sigma: sensitivity must be positive and finite, got -1.0"),
         ("SELECT dp_sigma(1, 'inf')", "dp_sigma: sensitivity must be positive and finite, got inf"),
+        (
+            "SELECT dp_sensitivity(privacy := 'add-remove')",
+            "dp_sensitivity: privacy must be 'bounded' (replace one unit, total public) or "
+            "'unbounded' (add/remove one unit), got 'add-remove'",
+        ),
+        (
+            "SELECT dp_sensitivity(contribution := 0)",
+            "dp_sensitivity: contribution must be a positive integer (records per person), got 0",
+        ),
     ],
 )
 def test_accounting_errors_name_function_parameter_and_value(
@@ -318,6 +361,8 @@ def test_wrong_calls_are_binder_errors(fcon: duckdb.DuckDBPyConnection) -> None:
         "dp_epsilon(NULL, 1e-8)",
         "dp_sigma(NULL, 1)",
         "dp_sigma(0.5, NULL)",
+        "dp_sensitivity(privacy := NULL)",
+        "dp_sensitivity(leaf := NULL)",
         "dp_discrete_gaussian(NULL)",
         "dp_discrete_laplace(NULL)",
         "intopt(NULL, 3)",
@@ -392,6 +437,13 @@ def test_noise_comes_from_the_os_csprng(
     fcon.execute("SELECT dp_discrete_gaussian(3.0), dp_discrete_laplace(2.0) FROM range(1000)")
     fcon.fetchall()
     assert sum(asked) >= 2 * 4 * 1000  # 32 bits per draw at least, for both functions
+    asked.clear()  # batches of mixed scales take the grouped path: the same source
+    fcon.execute(
+        "SELECT dp_discrete_gaussian(1.0 + i % 3), dp_discrete_laplace(1.0 + i % 2) "
+        "FROM range(1000) t(i)"
+    )
+    fcon.fetchall()
+    assert sum(asked) >= 2 * 4 * 1000
     assert _functions._CSPRNG.seeded is False
 
 

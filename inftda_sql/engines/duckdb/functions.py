@@ -4,10 +4,15 @@
 
 * ``dp_rho(epsilon, delta, conversion := 'tight')``: the largest zCDP ``rho`` that implies
   ``(epsilon, delta)``-DP; ``dp_epsilon(rho, delta, conversion := 'tight')``: the epsilon
-  ``rho``-zCDP implies at ``delta``; ``dp_sigma(rho, sensitivity)``: the discrete Gaussian scale
-  that makes a query of that L2 sensitivity ``rho``-zCDP. All three are computed by
+  ``rho``-zCDP implies at ``delta``; ``dp_sensitivity(privacy := 'bounded', contribution := 1,
+  distinct_leaves := false, leaf := false)``: the L2 sensitivity of one level's histogram of
+  counts (``distinct_leaves``: a person's records fall in distinct leaf cells; ``leaf``: the
+  level is the leaf level);
+  ``dp_sigma(rho, sensitivity)``: the discrete Gaussian scale that makes a query of that L2
+  sensitivity ``rho``-zCDP, rounded up. All four are computed by
   :mod:`inftda_sql.core.accounting`, the one module that turns budgets into noise, so a
-  ``dp_sigma`` of a level's ``rho`` and sensitivity equals that level's sigma in a release.
+  ``dp_sigma`` of a level's ``rho`` and ``dp_sensitivity`` equals that level's sigma in a
+  release, bit for bit.
 * ``dp_discrete_gaussian(sigma)`` and ``dp_discrete_laplace(scale)``: one exact draw per row
   (:mod:`inftda_sql.core.noise`) from the operating system's CSPRNG. SQL cannot seed them.
   They are VOLATILE: DuckDB neither folds nor caches them, so two calls in one query, and one
@@ -55,10 +60,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._errors import Arg, InftdaError, InternalError, Part, SpecError
-from ...core.accounting import epsilon_to_rho, gaussian_sigma, rho_to_epsilon
+from ...core.accounting import epsilon_to_rho, level_sensitivities, rho_to_epsilon, sigma_for
 from ...core.arrays import F64, I64
 from ...core.intopt import VALUE_LIMIT, intopt
-from ...core.noise import sample_discrete_gaussian, sample_discrete_laplace
+from ...core.noise import (
+    draw_discrete_gaussian,
+    draw_discrete_laplace,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
 from ...core.rng import CSPRNGSource
 from .sql import run, template
 
@@ -131,6 +141,18 @@ SQL_FUNCTIONS: tuple[SqlFunction, ...] = (
         returns="DOUBLE",
         volatile=False,
         summary="epsilon of the (epsilon, delta)-DP guarantee that rho-zCDP implies at delta",
+    ),
+    SqlFunction(
+        name="dp_sensitivity",
+        parameters=(
+            ("privacy", "VARCHAR", "'bounded'"),
+            ("contribution", "BIGINT", "1"),
+            ("distinct_leaves", "BOOLEAN", "false"),
+            ("leaf", "BOOLEAN", "false"),
+        ),
+        returns="DOUBLE",
+        volatile=False,
+        summary="L2 sensitivity of one level's histogram of counts, as a release computes it",
     ),
     SqlFunction(
         name="dp_sigma",
@@ -250,23 +272,47 @@ def _dp_epsilon(rho: Any, delta: Any, conversion: Any) -> Any:
     return pa.array(epsilon, type=pa.float64())
 
 
+def _dp_sensitivity(privacy: Any, contribution: Any, distinct: Any, leaf: Any) -> Any:
+    codes, names = _names(privacy)
+
+    def one(p: float, m: float, d: float, at_leaf: float) -> float:
+        # two levels below the root: the last is a leaf level, the one before it is not
+        levels = level_sensitivities(
+            2, privacy=names[int(p)], contribution=int(m), distinct=bool(d)
+        )
+        return levels[-1] if at_leaf else levels[-2]
+
+    m = np.asarray(contribution.to_numpy(), dtype=np.int64)
+    if m.size and int(m.min()) < 1:
+        raise SpecError(
+            f"contribution must be a positive integer (records per person), got {int(m.min())}",
+            param="contribution",
+        )
+    flags = [
+        np.asarray(c.to_numpy(zero_copy_only=False), dtype=np.float64) for c in (distinct, leaf)
+    ]
+    value = _per_distinct(one, codes, m.astype(np.float64), *flags)
+    return pa.array(value, type=pa.float64())
+
+
 def _dp_sigma(rho: Any, sensitivity: Any) -> Any:
-    sigma = _per_distinct(gaussian_sigma, _floats(rho), _floats(sensitivity))
+    sigma = _per_distinct(lambda r, d: sigma_for(d, r), _floats(rho), _floats(sensitivity))
     return pa.array(sigma, type=pa.float64())
 
 
 def _dp_discrete_gaussian(sigma: Any) -> Any:
     s = _scales(sigma, "sigma")
     if bool((s == s[0]).all()):  # one sigma for the batch (the usual case): one plain call
-        return pa.array(sample_discrete_gaussian(float(s[0]), s.size, rng=_CSPRNG))
-    return pa.array(sample_discrete_gaussian(s, rng=_CSPRNG), type=pa.int64())
+        return pa.array(draw_discrete_gaussian(float(s[0]), s.size, source=_CSPRNG))
+    # several: grouped by sigma; no rng= given, so the draws come from the OS CSPRNG too
+    return pa.array(sample_discrete_gaussian(s), type=pa.int64())
 
 
 def _dp_discrete_laplace(scale: Any) -> Any:
     b = _scales(scale, "scale")
     if bool((b == b[0]).all()):
-        return pa.array(sample_discrete_laplace(float(b[0]), b.size, rng=_CSPRNG))
-    return pa.array(sample_discrete_laplace(b, rng=_CSPRNG), type=pa.int64())
+        return pa.array(draw_discrete_laplace(float(b[0]), b.size, source=_CSPRNG))
+    return pa.array(sample_discrete_laplace(b), type=pa.int64())
 
 
 def _targets(target: Any) -> I64:
@@ -369,6 +415,7 @@ _UDFS: dict[str, Callable[..., Any]] = {
     for name, body in (
         ("dp_rho", _dp_rho),
         ("dp_epsilon", _dp_epsilon),
+        ("dp_sensitivity", _dp_sensitivity),
         ("dp_sigma", _dp_sigma),
         ("dp_discrete_gaussian", _dp_discrete_gaussian),
         ("dp_discrete_laplace", _dp_discrete_laplace),
@@ -409,9 +456,9 @@ def register(con: duckdb.DuckDBPyConnection) -> tuple[SqlFunction, ...]:
         >>> import duckdb
         >>> con = duckdb.connect()
         >>> [f.name for f in register(con)]  # doctest: +NORMALIZE_WHITESPACE
-        ['dp_rho', 'dp_epsilon', 'dp_sigma', 'dp_discrete_gaussian', 'dp_discrete_laplace',
-         'intopt']
-        >>> con.sql("SELECT dp_sigma(rho := 1.0, sensitivity := sqrt(2)) AS sigma").fetchall()
+        ['dp_rho', 'dp_epsilon', 'dp_sensitivity', 'dp_sigma', 'dp_discrete_gaussian',
+         'dp_discrete_laplace', 'intopt']
+        >>> con.sql("SELECT dp_sigma(rho := 0.5, sensitivity := 1) AS sigma").fetchall()
         [(1.0,)]
         >>> con.sql("SELECT intopt([-20, 5, 5], 10) AS x, intopt([3, -1, 4], 6) AS y").fetchall()
         [([0, 0, 10], [2, 0, 4])]
