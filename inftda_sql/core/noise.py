@@ -9,7 +9,7 @@ where ``sigma`` is the float64 it is given, read as the exact rational it denote
 :class:`~inftda_sql.core.rng.RandomSource`: the OS CSPRNG by default, a seeded generator only
 in tests. No floating-point arithmetic touches a probability on the sampling path.
 
-Two exact methods
+Three methods
 =================
 
 **Table method** (``0 < sigma <= SIGMA_TABLE_MAX``). A cumulative distribution table over the
@@ -66,12 +66,60 @@ for every sigma <= SIGMA_TABLE_MAX (then 2K + 1 < 2^21), using TV(P_K, P) = P(|X
 This is well inside the 2^-64 budget of the design. If a mechanism is (eps, delta)-DP with
 exact noise, the same mechanism with this sampler is (eps, delta + (1 + e^eps) TV)-DP.
 
-**Rejection method** (``sigma > SIGMA_TABLE_MAX``). Canonne, Kamath & Steinke, "The Discrete
-Gaussian for Differential Privacy" (NeurIPS 2020), Algorithms 1-3: a discrete Laplace proposal
-with scale t = floor(sigma) + 1, accepted with probability exp(-(|Y| - sigma^2/t)^2 / (2
-sigma^2)), every Bernoulli(exp(-gamma)) realised with exact rational gamma from uniform
-integers drawn by rejection from the same random words. Its output law is exactly P. It is a
-Python loop per draw (about 100 thousand draws per second), meant for rare huge scales.
+**Convolution method** (``SIGMA_TABLE_MAX < sigma <= SIGMA_CONV_MAX``). A large scale is
+built from two small ones: X = k X1 + X2 with X1, X2 drawn from small tables, no table for S
+itself (S = sigma, S^2 its exact rational square).
+
+*Split.* r = min(floor(sqrt(floor(3 S))) + 1, ``CONV_R_MAX``), k = floor(r / 3) and
+s1^2 = (S^2 - r^2) / k^2, an exact rational, so that k^2 s1^2 + r^2 = S^2. Let
+tau^2 = s1^2 r^2 / S^2; the split is accepted only if k >= 1, s1^2 > 0 and tau^2 >= 4, checked
+in rational arithmetic when it is made (an internal error otherwise). It succeeds for every
+S >= 5.5 and gives tau^2 > 8.99 for every S > SIGMA_TABLE_MAX (tested on a grid up to
+SIGMA_CONV_MAX). Up to S = 2.2e7 (about CONV_R_MAX^2 / 3) the two scales are balanced,
+s1 ~ r ~ sqrt(3 S).
+
+*Lemma.* Let X1 ~ N_Z(0, s1^2) and X2 ~ N_Z(0, r^2) be independent and Q the law of
+X = k X1 + X2. Then TV(Q, N_Z(0, S^2)) <= eta / (1 - eta) < 2^-112, where
+eta = 2 sum_{m >= 1} exp(-2 pi^2 tau^2 m^2).
+Proof: Q(x) = sum_j f1(j) f2(x - k j) / (Z1 Z2) with f1, f2 the Gaussian kernels. Completing
+the square, j^2 / s1^2 + (x - k j)^2 / r^2 = x^2 / S^2 + (j - mu_x)^2 / tau^2 with
+mu_x = x k s1^2 / S^2, so Q(x) = f_S(x) Theta(mu_x) / (Z1 Z2) where
+Theta(mu) = sum_j exp(-(j - mu)^2 / (2 tau^2)). By Poisson summation
+Theta(mu) = tau sqrt(2 pi) sum_m exp(-2 pi^2 tau^2 m^2) cos(2 pi m mu), which lies in
+tau sqrt(2 pi) [1 - eta, 1 + eta]. Write Theta(mu_x) = c (1 + e_x) with |e_x| <= eta;
+normalising, Q(x) / P(x) = (1 + e_x) / (1 + e') with e' the P-mean of e_x, hence
+|Q(x) / P(x) - 1| <= 2 eta / (1 - eta) and TV = (1/2) sum_x P(x) |Q(x)/P(x) - 1| <= eta/(1-eta).
+With tau^2 >= 4 and m^2 >= m, eta <= 2 e^{-8 pi^2} / (1 - e^{-8 pi^2}) < 1.1e-34 < 2^-112.
+
+*Recursion.* If s1 > CONV_R_MAX (S above 2.2e7), X1 is split again, so a draw is
+X = (...((B k_d + T_d) k_{d-1} + T_{d-1}) ...) k_1 + T_1 with T_i ~ N_Z(0, r_i^2) and the
+innermost B ~ N_Z(0, s_d^2), s_d <= CONV_R_MAX; the depth is d = 1 up to 2.2e7 and d <= 4 for
+every S <= SIGMA_CONV_MAX. Applying the lemma level by level (each level's X1 is exactly the
+next level's law) and the triangle inequality, the exact components give a law within
+d 2^-112 of P.
+
+*Tables.* Each component is drawn from a table built as above for its exact rational variance,
+with t = ``CONV_TAIL_T`` = 12: K = ceil(12 s) + 1, cut mass (2/12) e^{-72} < 2^-106.4 (the tail
+argument holds for every real sigma > 0), and 2K + 1 < 2^21 for every component (all
+s <= CONV_R_MAX), so each component table is within 2^-106.4 + 2^-107 < 2^-105.4 of its law.
+
+*Distance.* For independent pairs, TV(k X1^ + X2^, k X1 + X2) <= TV(X1^, X1) + TV(X2^, X2)
+(couple each pair optimally; the map is deterministic). With d + 1 component tables,
+
+    TV(P^, P) <= (d + 1) 2^-105.4 + d 2^-112 < 2^-102      (d <= 4),
+
+far inside ``DISTANCE_BOUND``. A draw costs d + 1 table look-ups (32 random bits each) and d
+multiply-adds; the tables have about 24 sqrt(3 S) entries (S = 1e6: 41,572 boundaries, under
+2 MB with the guide) and build in milliseconds. Every |X| stays below 2^62 (checked when the
+plan is made), so int64 arithmetic is exact.
+
+**Rejection method** (``sigma > SIGMA_CONV_MAX``, about 7.2e16). Canonne, Kamath & Steinke,
+"The Discrete Gaussian for Differential Privacy" (NeurIPS 2020), Algorithms 1-3: a discrete
+Laplace proposal with scale t = floor(sigma) + 1, accepted with probability
+exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)), every Bernoulli(exp(-gamma)) realised with exact
+rational gamma from uniform integers drawn by rejection from the same random words. Its output
+law is exactly P. It is a Python loop per draw (about 100 thousand draws per second), kept for
+scales whose draws approach the int64 range.
 
 sigma == 0 returns zeros (the point mass, used by the infinite-budget oracle).
 
@@ -80,7 +128,7 @@ Discrete Laplace
 
 ``sample_discrete_laplace(scale)`` draws from the discrete Laplace (two-sided geometric) law
 P(X = x) = (1 - a) / (1 + a) a^|x|, a = exp(-1/scale), the noise of the Stability Histogram.
-The same two exact methods serve it, from the same random sources:
+The same kinds of method serve it, from the same random sources:
 
 * **Table** (``0 < scale <= LAPLACE_TABLE_MAX``): the construction above with p_k = a^k over
   [-K, K], K = ceil(75 ln(2) scale) + 1. a is floored to F bits (error <= 2u) and
@@ -89,8 +137,29 @@ The same two exact methods serve it, from the same random sources:
   after which the argument above applies unchanged. The cut mass is
   P(|X| > K) = 2 a^(K+1) / (1 + a) < 2 * 2^-75 = 2^-74 = ``TAIL_BOUND``, and 2K + 1 < 2^21 for
   every table scale, so the same ``DISTANCE_BOUND`` of 2^-73 holds.
-* **Rejection** (``scale > LAPLACE_TABLE_MAX``): CKS Algorithm 2 with the scale as the exact
-  rational t/s its float denotes; exact, a Python loop per draw.
+* **Decomposition** (``LAPLACE_TABLE_MAX < scale <= LAPLACE_CONV_MAX``). Let b = scale,
+  a = exp(-1/b) and G ~ Geom(a), P(G = g) = (1 - a) a^g for g >= 0. For an integer m >= 2,
+  Q = floor(G / m) and R = G mod m are independent: P(G = m q + r) =
+  (1 - a^m) a^(m q) * (1 - a) a^r / (1 - a^m), so Q ~ Geom(a^m) and P(R = r) is proportional
+  to a^r on {0, ..., m-1}. The difference of two independent Geom(a) is the discrete Laplace
+  of ratio a (P(G1 - G2 = x) = sum_g (1 - a)^2 a^(2g + |x|) = (1 - a)/(1 + a) a^|x|), so with
+  G1, G2 independent
+
+      X = G1 - G2 = m D + R1 - R2,   D = Q1 - Q2 ~ discrete Laplace of scale b / m,
+
+  D, R1, R2 independent: an identity in law, no approximation. D is drawn the same way until
+  its scale is at most 4096, then from the table above at its exact rational scale; R1 and R2
+  from a one-sided table over {0, ..., m-1} with m = min(ceil(sqrt(52 b)), 2^16) (balanced:
+  both tables have about sqrt(52 b) entries). That table stores the m - 1 boundaries
+  T[j] ~ 2^128 C(j), C(j) = sum_{r <= j} a^r / sum_{r < m} a^r, computed as above: p_0 = 2^F,
+  p_r = floor(p_{r-1} a), err(p_r) <= 3r u, prefix sums within (3/2) m^2 u, normaliser >= 1,
+  ratios within 3 m^2 u < 2^-222, so |T[j] - 2^128 C(j)| < 1 + 2^-63; it cuts no tail, hence
+  TV(R^, R) <= m (1 + 2^-63) 2^-128 < 2^-111.9. With d decomposition levels (d = 1 up to
+  b = 8.3e7, d <= 3 up to LAPLACE_CONV_MAX) and the triangle inequality,
+  TV(X^, X) <= TV(D^, D) + 2 d 2^-111.9 <= (2K + 1)(1 + 2^-63) 2^-128 + 2^-74 + 6 * 2^-111.9
+  < 2^-73 = ``DISTANCE_BOUND``. A draw costs 2d + 1 table look-ups.
+* **Rejection** (``scale > LAPLACE_CONV_MAX``, about 7.2e16): CKS Algorithm 2 with the scale as
+  the exact rational t/s its float denotes; exact, a Python loop per draw.
 
 scale == 0 returns zeros.
 """
@@ -114,9 +183,13 @@ from .._errors import InternalError, SpecError
 from .rng import RandomSource, as_source
 
 __all__ = [
+    "CONV_R_MAX",
+    "CONV_TAIL_T",
     "DISTANCE_BOUND",
+    "LAPLACE_CONV_MAX",
     "LAPLACE_TABLE_MAX",
     "LAPLACE_TAIL_BITS",
+    "SIGMA_CONV_MAX",
     "SIGMA_TABLE_MAX",
     "TAIL_BOUND",
     "TAIL_T",
@@ -129,9 +202,21 @@ __all__ = [
 ]
 
 SIGMA_TABLE_MAX: float = 65536.0
-"""Largest sigma served by the table method (2^16: K = 655,361, built in about 0.7 s, 43 MB).
+"""Largest sigma served by one table (2^16: K = 655,361, built in about 0.7 s, 43 MB).
+
+Larger sigmas, up to ``SIGMA_CONV_MAX``, are sums of draws from small tables (the convolution
+method of the module docstring)."""
+
+SIGMA_CONV_MAX: float = 2.0**56
+"""Largest sigma served by the convolution method (about 7.2e16; every draw stays below 2^62).
 
 Larger sigmas use the exact (slow) rejection sampler of Canonne, Kamath & Steinke."""
+
+CONV_TAIL_T: int = 12
+"""Tables of the convolution method cover [-K, K] with K = ceil(CONV_TAIL_T * s) + 1."""
+
+CONV_R_MAX: int = 8192
+"""Largest scale of a table of the convolution method (K = 98,305, 2.8 MB with its guide)."""
 
 TAIL_T: int = 10
 """The table covers [-K, K] with K = ceil(TAIL_T * sigma) + 1."""
@@ -156,15 +241,17 @@ class _Table:
     """Inversion table of one sigma: 2K boundaries of 128 bits and a guide over their top bits.
 
     The discrete Laplace tables have the same layout; their ``sigma`` holds the Laplace scale.
+    A one-sided table (``low == 0``) serves a law on [0, k] with k boundaries T[0 .. k-1].
     """
 
     sigma: float
-    k: int  # support is [-k, k]
+    k: int  # support is [-k, k] (symmetric) or [0, k] (one-sided)
     hi: npt.NDArray[np.uint64]  # high words of the boundaries T[-k .. k-1], non-decreasing
     lo: npt.NDArray[np.uint64]  # low words
     top: npt.NDArray[np.uint32]  # top 32 bits of each boundary (hi >> 32)
     guide: npt.NDArray[np.uint32]  # per bucket: WIDE flag | count below << shift | bits
     shift: int  # 32 - g: bucket of a 32-bit prefix v is v >> shift
+    low: int  # the smallest outcome: a draw is low + #{j : T[j] <= U}
 
     @property
     def nbytes(self) -> int:
@@ -230,6 +317,17 @@ def _support_k(sigma: float) -> int:
     return math.ceil(TAIL_T * Fraction(sigma)) + 1
 
 
+def _sqrt_ceil(x: Fraction) -> int:
+    """ceil(sqrt(x)) for a rational x >= 0, exactly."""
+    c = math.isqrt(x.numerator // x.denominator)  # floor(sqrt(x)) = isqrt(floor(x))
+    return c if c * c == x else c + 1
+
+
+def _support_k_sq(sq: Fraction, t: int) -> int:
+    """K = ceil(t * s) + 1 for s = sqrt(sq), computed exactly (equals ``_support_k`` for t = 10)."""
+    return _sqrt_ceil(t * t * sq) + 1
+
+
 def _fixed_exp_neg(a: Fraction) -> int:
     """floor(2^F exp(-a)) up to one unit (error <= 2 * 2^-F in value), for rational a >= 0."""
     if a > 1000:  # exp(-1000) < 2^-1442: zero is within 2^-F
@@ -242,9 +340,16 @@ def _fixed_exp_neg(a: Fraction) -> int:
 
 def _boundaries(sigma: float) -> tuple[int, npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """Return K and the high and low words of T[-K .. K-1] (see the module docstring)."""
+    return _gauss_boundaries(Fraction(sigma) ** 2, TAIL_T)
+
+
+def _gauss_boundaries(
+    sq: Fraction, t: int
+) -> tuple[int, npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """K and the words of T[-K .. K-1] for the exact rational variance ``sq`` and tail ``t``."""
     f = _FRAC_BITS
-    k_max = _support_k(sigma)
-    a = 1 / (2 * Fraction(sigma) ** 2)
+    k_max = _support_k_sq(sq, t)
+    a = 1 / (2 * sq)
     q = _fixed_exp_neg(a)  # q = exp(-1/(2 sigma^2))
     q2 = _fixed_exp_neg(2 * a)  # q^2
     p = 1 << f
@@ -255,6 +360,28 @@ def _boundaries(sigma: float) -> tuple[int, npt.NDArray[np.uint64], npt.NDArray[
         r = (r * q2) >> f
         probs[j] = p
     return k_max, *_symmetric_words(probs)
+
+
+def _one_sided_words(
+    probs: Sequence[int],
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """High and low words of T[0 .. n-2] for a law on [0, n-1] with masses ``probs``.
+
+    ``probs[r]`` is the fixed-point (F bits) unnormalised mass of r; ``probs[0]`` must be
+    ``2^F`` (so the normaliser is at least 1). T[j] = floor(2^128 C(j)) up to the error
+    analysis of the module docstring, C(j) the cumulative distribution.
+    """
+    f = _FRAC_BITS
+    if probs[0] != 1 << f:
+        raise InternalError("one-sided table: the first mass must be 2^F")
+    cum = list(accumulate(probs))
+    z = cum[-1]
+    s = z.bit_length() + 64
+    w = (1 << (s + 128)) // z
+    bnd = [(x * w) >> s for x in cum[:-1]]
+    hi = np.array([y >> 64 for y in bnd], dtype=np.uint64)
+    lo = np.array([y & _M64 for y in bnd], dtype=np.uint64)
+    return hi, lo
 
 
 def _symmetric_words(
@@ -294,8 +421,11 @@ def _table_from_boundaries(
     *,
     kind: str,
     label: str,
+    one_sided: bool = False,
 ) -> _Table:
     """The sampling table (guide included) of a symmetric law on [-k_max, k_max].
+
+    With ``one_sided``, of a law on [0, k_max] (k_max boundaries).
 
     ``hi``/``lo`` are the words of the 2 k_max boundaries; ``param`` is the law's scale
     (``sigma`` of the discrete Gaussian, ``scale`` of the discrete Laplace), named ``label``
@@ -304,7 +434,7 @@ def _table_from_boundaries(
     n = hi.size
     # Lexicographic (hi, lo) order must be non-decreasing: the count formula relies on it.
     up = (hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] >= lo[:-1]))
-    if n != 2 * k_max or not bool(up.all()):
+    if n != (k_max if one_sided else 2 * k_max) or n == 0 or not bool(up.all()):
         raise InternalError(f"{kind} table for {label}={param!r} is not sorted")
     g = min(_GUIDE_BITS_MAX, n.bit_length() + 2)
     if n.bit_length() > g - 1:  # counts must fit below the WIDE flag
@@ -322,29 +452,43 @@ def _table_from_boundaries(
     guide[counts >= 2] |= _WIDE
     for arr in (hi, lo, top, guide):
         arr.flags.writeable = False
-    return _Table(sigma=param, k=k_max, hi=hi, lo=lo, top=top, guide=guide, shift=shift)
+    return _Table(
+        sigma=param,
+        k=k_max,
+        hi=hi,
+        lo=lo,
+        top=top,
+        guide=guide,
+        shift=shift,
+        low=0 if one_sided else -k_max,
+    )
 
 
 _cache: OrderedDict[float, _Table] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _table(sigma: float) -> _Table:
-    """The table of ``sigma``, from a small least-recently-used cache bounded in bytes."""
+def _cached(cache: OrderedDict[Any, _Table], key: object, build: Callable[[], _Table]) -> _Table:
+    """``cache[key]``, built on a miss; the cache is least-recently-used, bounded in bytes."""
     with _cache_lock:
-        tab = _cache.get(sigma)
+        tab = cache.get(key)
         if tab is not None:
-            _cache.move_to_end(sigma)
+            cache.move_to_end(key)
             return tab
-    tab = _build_table(sigma)
+    tab = build()
     with _cache_lock:
-        _cache[sigma] = tab
-        _cache.move_to_end(sigma)
-        total = sum(t.nbytes for t in _cache.values())
-        while total > _CACHE_MAX_BYTES and len(_cache) > 1:
-            _, old = _cache.popitem(last=False)
+        cache[key] = tab
+        cache.move_to_end(key)
+        total = sum(t.nbytes for t in cache.values())
+        while total > _CACHE_MAX_BYTES and len(cache) > 1:
+            _, old = cache.popitem(last=False)
             total -= old.nbytes
     return tab
+
+
+def _table(sigma: float) -> _Table:
+    """The table of ``sigma``, from a small least-recently-used cache bounded in bytes."""
+    return _cached(_cache, sigma, lambda: _build_table(sigma))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,46 +518,216 @@ def _count_exact(
     return left
 
 
+class _Work:
+    """Scratch arrays of one chunk, reused across chunks and tables (fresh memory is slow)."""
+
+    def __init__(self, c: int) -> None:
+        self.idx = np.empty(c, dtype=np.intp)
+        self.cell = np.empty(c, dtype=np.uint32)
+        self.a = np.empty(c, dtype=np.uint32)
+        self.b = np.empty(c, dtype=np.uint32)
+        self.below = np.empty(c, dtype=np.bool_)
+        self.check = np.empty(c, dtype=np.bool_)
+        self.flag = np.empty(c, dtype=np.bool_)
+
+
 def _draw_table(tab: _Table, out: npt.NDArray[np.int64], source: RandomSource) -> None:
     """Fill the 1-d array ``out`` with draws from the table (see the module docstring)."""
     n = out.size
     c = min(n, _CHUNK)
+    work = _Work(c)
+    for start in range(0, n, c):
+        _fill_chunk(tab, out[start : start + min(c, n - start)], source, work)
+
+
+def _fill_chunk(tab: _Table, o: npt.NDArray[np.int64], source: RandomSource, work: _Work) -> None:
+    """Fill ``o`` (at most the size of ``work``) with draws from the table."""
+    m = o.size
     shift = np.uint32(tab.shift)
     mask = np.uint32((1 << tab.shift) - 1)
-    k = np.int64(tab.k)
-    idx = np.empty(c, dtype=np.intp)
-    cell = np.empty(c, dtype=np.uint32)
-    a = np.empty(c, dtype=np.uint32)
-    b = np.empty(c, dtype=np.uint32)
-    below = np.empty(c, dtype=np.bool_)
-    check = np.empty(c, dtype=np.bool_)
-    flag = np.empty(c, dtype=np.bool_)
+    low = np.int64(tab.low)
+    v = _words(source, (m + 1) // 2).view(np.uint32)[:m]  # top 32 bits of each U
+    ix, ce, aa, bb = work.idx[:m], work.cell[:m], work.a[:m], work.b[:m]
+    bl, ch, fl = work.below[:m], work.check[:m], work.flag[:m]
+    np.right_shift(v, shift, out=ix, casting="unsafe")
+    np.take(tab.guide, ix, out=ce, mode="clip")
+    np.bitwise_and(ce, mask, out=aa)  # remaining bits of the bucket's single boundary
+    np.bitwise_and(v, mask, out=bb)  # remaining bits of v
+    np.less(aa, bb, out=bl)  # that boundary lies below U
+    np.equal(aa, bb, out=ch)  # undecided on 32 bits (or a false alarm, resolved below)
+    np.greater_equal(ce, _WIDE, out=fl)
+    np.logical_or(ch, fl, out=ch)
+    np.right_shift(ce, shift, out=aa)  # boundaries below the bucket
+    np.add(aa, low, out=o)
+    np.add(o, bl, out=o, casting="unsafe")
+    sel = np.flatnonzero(ch)
+    if sel.size:
+        vs = v[sel]
+        left = np.searchsorted(tab.top, vs, side="left")
+        right = np.searchsorted(tab.top, vs, side="right")
+        o[sel] = left + low
+        tie = right > left
+        if tie.any():
+            o[sel[tie]] = _count_exact(tab, vs[tie], source) + low
+
+
+# ---------------------------------------------------------------------------------------------
+# Sums of table draws: the convolution method (Gaussian) and the decomposition (Laplace)
+# ---------------------------------------------------------------------------------------------
+
+_INT_BOUND = 1 << 62  # every composed draw stays below this in absolute value
+_TAU_SQ_MIN = 4  # tau^2 >= 4: eta < 2^-112 (module docstring)
+_LAPLACE_M_MAX = 1 << 16  # largest modulus m of a Laplace decomposition level
+_LAPLACE_BOTTOM_MAX = 4096  # decompose the quotient again while its scale exceeds this
+_component_cache: OrderedDict[tuple[str, Fraction, int], _Table] = OrderedDict()
+
+
+@dataclass(frozen=True, eq=False)
+class _Level:
+    """One level of a composed draw: x <- mult * x + T (+ T - T' when ``twice``)."""
+
+    mult: int
+    table: _Table
+    twice: bool  # Laplace: add one draw and subtract another (R1 - R2)
+
+
+@dataclass(frozen=True, eq=False)
+class _Composed:
+    """A draw is ``bottom``, then each level from the last to the first applied to it."""
+
+    bottom: _Table
+    levels: tuple[_Level, ...]  # outermost first
+    bound: int  # largest possible |draw|
+
+
+def _gauss_component(sq: Fraction) -> _Table:
+    """The table (tail CONV_TAIL_T) of N_Z(0, sq) for an exact rational variance ``sq``."""
+
+    def build() -> _Table:
+        k_max, hi, lo = _gauss_boundaries(sq, CONV_TAIL_T)
+        return _table_from_boundaries(
+            math.sqrt(sq), k_max, hi, lo, kind="discrete Gaussian component", label="sigma^2"
+        )
+
+    return _cached(_component_cache, ("gauss", sq, CONV_TAIL_T), build)
+
+
+def _conv_split(sq: Fraction) -> tuple[int, int, Fraction]:
+    """(k, r, s1^2) with k^2 s1^2 + r^2 = sq and tau^2 = s1^2 r^2 / sq >= 4 (module docstring)."""
+    three_s = math.isqrt(9 * sq.numerator // sq.denominator)  # floor(3 S)
+    r = min(math.isqrt(three_s) + 1, CONV_R_MAX)
+    k = r // 3
+    if k < 1:
+        raise InternalError(f"convolution split of sigma^2={float(sq)!r}: sigma too small")
+    sq1 = (sq - r * r) / (k * k)
+    if sq1 <= 0 or sq1 * r * r < _TAU_SQ_MIN * sq:
+        raise InternalError(
+            f"convolution split of sigma^2={float(sq)!r} fails tau^2 >= {_TAU_SQ_MIN} "
+            f"(k={k}, r={r}); this is a bug, please report it"
+        )
+    return k, r, sq1
+
+
+def _gauss_splits(sigma: float) -> tuple[list[tuple[int, int]], Fraction]:
+    """The (k, r) of each level, outermost first, and the innermost variance s_d^2.
+
+    Split once, then again while the inner scale exceeds CONV_R_MAX.
+    """
+    sq = Fraction(sigma) ** 2
+    splits: list[tuple[int, int]] = []
+    while not splits or sq > CONV_R_MAX * CONV_R_MAX:
+        k, r, sq = _conv_split(sq)
+        splits.append((k, r))
+    return splits, sq
+
+
+def _gauss_plan(sigma: float) -> _Composed:
+    """The convolution plan of ``sigma`` (module docstring), its tables built or cached."""
+    splits, sq = _gauss_splits(sigma)
+    levels = [_Level(k, _gauss_component(Fraction(r * r)), twice=False) for k, r in splits]
+    return _composed(_gauss_component(sq), levels, f"sigma={sigma!r}")
+
+
+def _laplace_component(scale: Fraction, m: int) -> _Table:
+    """The one-sided table of P(R = r) proportional to exp(-r / scale) on {0, ..., m-1}."""
+
+    def build() -> _Table:
+        f = _FRAC_BITS
+        q = _fixed_exp_neg(1 / scale)  # a = exp(-1/scale)
+        p = 1 << f
+        probs = [p]
+        for _ in range(m - 1):
+            p = (p * q) >> f
+            probs.append(p)
+        hi, lo = _one_sided_words(probs)
+        return _table_from_boundaries(
+            float(scale), m - 1, hi, lo, kind="truncated geometric", label="scale", one_sided=True
+        )
+
+    return _cached(_component_cache, ("geometric", scale, m), build)
+
+
+def _laplace_bottom(scale: Fraction) -> _Table:
+    """The symmetric discrete Laplace table of an exact rational ``scale``."""
+
+    def build() -> _Table:
+        k_max, hi, lo = _laplace_boundaries(scale)
+        return _table_from_boundaries(
+            float(scale), k_max, hi, lo, kind="discrete Laplace", label="scale"
+        )
+
+    return _cached(_component_cache, ("laplace", scale, LAPLACE_TAIL_BITS), build)
+
+
+def _laplace_splits(scale: float) -> list[tuple[Fraction, int]]:
+    """The (scale, m) of each decomposition level, outermost first.
+
+    X = m D + R1 - R2 with D of scale b/m, decomposed again while its scale exceeds 4096; the
+    innermost D has scale b_d / m_d.
+    """
+    b = Fraction(scale)
+    splits: list[tuple[Fraction, int]] = []
+    while not splits or b > _LAPLACE_BOTTOM_MAX:
+        m = max(2, min(_sqrt_ceil(52 * b), _LAPLACE_M_MAX))
+        splits.append((b, m))
+        b = b / m
+    return splits
+
+
+def _laplace_plan(scale: float) -> _Composed:
+    """The decomposition plan of ``scale`` (module docstring), its tables built or cached."""
+    splits = _laplace_splits(scale)
+    levels = [_Level(m, _laplace_component(b, m), twice=True) for b, m in splits]
+    b, m = splits[-1]
+    return _composed(_laplace_bottom(b / m), levels, f"scale={scale!r}")
+
+
+def _composed(bottom: _Table, levels: Sequence[_Level], what: str) -> _Composed:
+    bound = bottom.k
+    for lev in reversed(levels):
+        bound = bound * lev.mult + lev.table.k * (2 if lev.twice else 1)
+    if bound >= _INT_BOUND:
+        raise InternalError(f"composed draws for {what} could exceed 2^62; this is a bug")
+    return _Composed(bottom=bottom, levels=tuple(levels), bound=bound)
+
+
+def _draw_composed(plan: _Composed, out: npt.NDArray[np.int64], source: RandomSource) -> None:
+    """Fill ``out`` with composed draws, chunk by chunk (bounded memory)."""
+    n = out.size
+    c = min(n, _CHUNK)
+    work = _Work(c)
+    tmp = np.empty(c, dtype=np.int64)
     for start in range(0, n, c):
         m = min(c, n - start)
-        o = out[start : start + m]
-        v = _words(source, (m + 1) // 2).view(np.uint32)[:m]  # top 32 bits of each U
-        ix, ce, aa, bb = idx[:m], cell[:m], a[:m], b[:m]
-        bl, ch, fl = below[:m], check[:m], flag[:m]
-        np.right_shift(v, shift, out=ix, casting="unsafe")
-        np.take(tab.guide, ix, out=ce, mode="clip")
-        np.bitwise_and(ce, mask, out=aa)  # remaining bits of the bucket's single boundary
-        np.bitwise_and(v, mask, out=bb)  # remaining bits of v
-        np.less(aa, bb, out=bl)  # that boundary lies below U
-        np.equal(aa, bb, out=ch)  # undecided on 32 bits (or a false alarm, resolved below)
-        np.greater_equal(ce, _WIDE, out=fl)
-        np.logical_or(ch, fl, out=ch)
-        np.right_shift(ce, shift, out=aa)  # boundaries below the bucket
-        np.subtract(aa, k, out=o)
-        np.add(o, bl, out=o, casting="unsafe")
-        sel = np.flatnonzero(ch)
-        if sel.size:
-            vs = v[sel]
-            left = np.searchsorted(tab.top, vs, side="left")
-            right = np.searchsorted(tab.top, vs, side="right")
-            o[sel] = left - k
-            tie = right > left
-            if tie.any():
-                o[sel[tie]] = _count_exact(tab, vs[tie], source) - k
+        o, t = out[start : start + m], tmp[:m]
+        _fill_chunk(plan.bottom, o, source, work)
+        for lev in reversed(plan.levels):
+            np.multiply(o, lev.mult, out=o)
+            _fill_chunk(lev.table, t, source, work)
+            np.add(o, t, out=o)
+            if lev.twice:
+                _fill_chunk(lev.table, t, source, work)
+                np.subtract(o, t, out=o)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,6 +823,8 @@ def _draw(sigma: float, out: npt.NDArray[np.int64], source: RandomSource) -> Non
         out[:] = 0
     elif sigma <= SIGMA_TABLE_MAX:
         _draw_table(_table(sigma), out, source)
+    elif sigma <= SIGMA_CONV_MAX:
+        _draw_composed(_gauss_plan(sigma), out, source)
     else:
         _draw_rejection(sigma, out, source)
 
@@ -715,9 +1031,13 @@ def discrete_gaussian_pmf(x: npt.ArrayLike, sigma: float) -> npt.NDArray[np.floa
 # ---------------------------------------------------------------------------------------------
 
 LAPLACE_TABLE_MAX: float = 16384.0
-"""Largest discrete Laplace scale served by the table method (2^14: K = 851,741, built in
-about a second, 48 MB). Larger scales use the exact rejection sampler of Canonne, Kamath &
-Steinke (Algorithm 2), a Python loop per draw."""
+"""Largest discrete Laplace scale served by one table (2^14: K = 851,741, built in about a
+second, 48 MB). Larger scales, up to ``LAPLACE_CONV_MAX``, are sums of draws from small tables
+(the decomposition of the module docstring)."""
+
+LAPLACE_CONV_MAX: float = 2.0**56
+"""Largest discrete Laplace scale served by the decomposition (about 7.2e16). Larger scales use
+the exact rejection sampler of Canonne, Kamath & Steinke (Algorithm 2), a Python loop per draw."""
 
 LAPLACE_TAIL_BITS: int = 75
 """The Laplace table covers [-K, K] with alpha^(K+1) < 2^-LAPLACE_TAIL_BITS."""
@@ -725,7 +1045,7 @@ LAPLACE_TAIL_BITS: int = 75
 _laplace_cache: OrderedDict[float, _Table] = OrderedDict()
 
 
-def _laplace_support_k(scale: float) -> int:
+def _laplace_support_k(scale: float | Fraction) -> int:
     """K = ceil(75 ln(2) scale) + 1, so (K + 1) / scale > 75 ln 2: alpha^(K+1) < 2^-75.
 
     The product is computed in 60-digit decimal arithmetic; the ``+ 1`` absorbs its rounding.
@@ -739,7 +1059,7 @@ def _laplace_support_k(scale: float) -> int:
 
 
 def _laplace_boundaries(
-    scale: float,
+    scale: float | Fraction,
 ) -> tuple[int, npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """K and the words of T[-K .. K-1] for the discrete Laplace of ``scale`` (module docstring)."""
     f = _FRAC_BITS
@@ -760,20 +1080,7 @@ def _build_laplace_table(scale: float) -> _Table:
 
 def _laplace_table(scale: float) -> _Table:
     """The table of ``scale``, from its own least-recently-used cache bounded in bytes."""
-    with _cache_lock:
-        tab = _laplace_cache.get(scale)
-        if tab is not None:
-            _laplace_cache.move_to_end(scale)
-            return tab
-    tab = _build_laplace_table(scale)
-    with _cache_lock:
-        _laplace_cache[scale] = tab
-        _laplace_cache.move_to_end(scale)
-        total = sum(t.nbytes for t in _laplace_cache.values())
-        while total > _CACHE_MAX_BYTES and len(_laplace_cache) > 1:
-            _, old = _laplace_cache.popitem(last=False)
-            total -= old.nbytes
-    return tab
+    return _cached(_laplace_cache, scale, lambda: _build_laplace_table(scale))
 
 
 def _laplace_rational(bits: _Bits, t: int, s: int) -> int:
@@ -802,6 +1109,8 @@ def _draw_laplace(scale: float, out: npt.NDArray[np.int64], source: RandomSource
         out[:] = 0
     elif scale <= LAPLACE_TABLE_MAX:
         _draw_table(_laplace_table(scale), out, source)
+    elif scale <= LAPLACE_CONV_MAX:
+        _draw_composed(_laplace_plan(scale), out, source)
     else:
         fr = Fraction(scale)
         bits = _Bits(source)

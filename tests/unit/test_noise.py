@@ -6,8 +6,10 @@ import bisect
 import itertools
 import math
 import os
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +19,12 @@ from scipy import stats
 from inftda_sql._errors import SpecError
 from inftda_sql.core import noise as _noise
 from inftda_sql.core.noise import (
+    CONV_R_MAX,
+    CONV_TAIL_T,
     DISTANCE_BOUND,
+    LAPLACE_CONV_MAX,
     LAPLACE_TABLE_MAX,
+    SIGMA_CONV_MAX,
     SIGMA_TABLE_MAX,
     TAIL_BOUND,
     TAIL_T,
@@ -27,6 +33,7 @@ from inftda_sql.core.noise import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
+from inftda_sql.core.rng import RandomSource, SeededSource
 
 P_FLOOR = 1e-4
 M32 = (1 << 32) - 1
@@ -124,6 +131,7 @@ def test_chi_square_csprng() -> None:
 def test_chi_square_rejection_fallback_small_sigma(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact CKS sampler, forced on a small sigma where many bins can be tested."""
     monkeypatch.setattr(_noise, "SIGMA_TABLE_MAX", 1.0)
+    monkeypatch.setattr(_noise, "SIGMA_CONV_MAX", 1.0)
     called: list[float] = []
     real = _noise._draw_rejection
 
@@ -138,7 +146,7 @@ def test_chi_square_rejection_fallback_small_sigma(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.slow
-def test_chi_square_rejection_above_table_limit() -> None:
+def test_chi_square_above_table_limit() -> None:
     sigma = 3.0 * SIGMA_TABLE_MAX + 0.25
     x = sample_discrete_gaussian(sigma, size=20_000, rng=11)
     assert _chisq_gof(x, sigma, min_expected=50.0) > P_FLOOR
@@ -358,7 +366,8 @@ def test_output_types_and_shapes() -> None:
     s = sample_discrete_gaussian(2.0, rng=1)
     assert type(s) is np.int64
     assert type(sample_discrete_gaussian(0.0)) is np.int64
-    assert type(sample_discrete_gaussian(np.float64(1e6), rng=1)) is np.int64  # rejection path
+    assert type(sample_discrete_gaussian(np.float64(1e6), rng=1)) is np.int64  # convolution
+    assert type(sample_discrete_gaussian(2 * SIGMA_CONV_MAX, rng=1)) is np.int64  # rejection
     a = sample_discrete_gaussian(2.0, size=(3, 4), rng=1)
     assert a.dtype == np.int64 and a.shape == (3, 4)
     assert sample_discrete_gaussian(2.0, size=0).shape == (0,)
@@ -479,9 +488,14 @@ def test_default_path_uses_os_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
     x = sample_discrete_gaussian(5.0, size=1001)
     assert calls and sum(calls) >= 4 * 1001  # 32 bits per draw at least
     calls.clear()
-    sample_discrete_gaussian(3 * SIGMA_TABLE_MAX)  # rejection path
+    sample_discrete_gaussian(3 * SIGMA_TABLE_MAX, size=1001)  # convolution path
+    assert calls and sum(calls) >= 8 * 1001  # 32 bits per component draw at least
+    calls.clear()
+    sample_discrete_gaussian(2 * SIGMA_CONV_MAX)  # rejection path
     assert calls
     calls.clear()
+    sample_discrete_gaussian(3 * SIGMA_TABLE_MAX, size=10, rng=1)
+    assert not calls
     sample_discrete_gaussian(5.0, size=10, rng=1)  # seeded: never the OS source
     assert not calls
     assert x.dtype == np.int64
@@ -545,6 +559,7 @@ def test_laplace_chi_square_csprng() -> None:
 def test_laplace_chi_square_rejection_fallback_small_scale(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact CKS Algorithm 2, forced on a small rational scale where many bins are tested."""
     monkeypatch.setattr(_noise, "LAPLACE_TABLE_MAX", 1.0)
+    monkeypatch.setattr(_noise, "LAPLACE_CONV_MAX", 1.0)
     called: list[tuple[int, int]] = []
     real = _noise._laplace_rational
 
@@ -559,7 +574,7 @@ def test_laplace_chi_square_rejection_fallback_small_scale(monkeypatch: pytest.M
 
 
 @pytest.mark.slow
-def test_laplace_chi_square_rejection_above_table_limit() -> None:
+def test_laplace_chi_square_above_table_limit() -> None:
     scale = 3.0 * LAPLACE_TABLE_MAX + 0.25
     x = sample_discrete_laplace(scale, size=20_000, rng=11)
     assert _laplace_gof(x, scale, min_expected=50.0) > P_FLOOR
@@ -714,7 +729,10 @@ def test_laplace_output_types_seeds_and_sources(monkeypatch: pytest.MonkeyPatch)
     assert not (c == d).all()
     assert calls and sum(calls) >= 2 * 4 * 1001
     calls.clear()
-    sample_discrete_laplace(big)  # rejection path
+    sample_discrete_laplace(big, size=1001)  # decomposition path
+    assert calls and sum(calls) >= 3 * 4 * 1001
+    calls.clear()
+    sample_discrete_laplace(2 * LAPLACE_CONV_MAX)  # rejection path
     assert calls
     calls.clear()
     sample_discrete_laplace(5.0, size=10, rng=1)
@@ -754,3 +772,482 @@ def test_laplace_pmf() -> None:
     assert isinstance(discrete_laplace_pmf(1, 2.0), float)
     with pytest.raises(SpecError, match="integer"):
         discrete_laplace_pmf(0.5, 1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# large scales: the convolution method (Gaussian) and the decomposition (Laplace)
+# ------------------------------------------------------------------------------------------------
+
+_PMF_CHUNK = 1 << 20
+
+
+def _label_probs(
+    pmf: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]],
+    half: int,
+    label: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.intp]],
+    n_labels: int,
+) -> npt.NDArray[np.float64]:
+    """P(label(X) = j) summed from the exact pmf over [-half, half], in chunks (bounded memory)."""
+    probs = np.zeros(n_labels)
+    for lo in range(-half, half + 1, _PMF_CHUNK):
+        xs = np.arange(lo, min(lo + _PMF_CHUNK, half + 1), dtype=np.int64)
+        probs += np.bincount(label(xs), weights=pmf(xs), minlength=n_labels)
+    return probs
+
+
+def _gauss_probs(
+    sigma: float, label: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.intp]], n_labels: int
+) -> npt.NDArray[np.float64]:
+    """Exact-pmf probabilities of the labels; the mass beyond 9 sigma (< 3e-19) is left out."""
+    return _label_probs(
+        lambda xs: discrete_gaussian_pmf(xs, sigma), math.ceil(9 * sigma) + 1, label, n_labels
+    )
+
+
+def _gauss_moments(sigma: float) -> tuple[float, float]:
+    """E[X^2] and E[X^4] from the exact pmf (chunked; beyond 10 sigma: below 1e-17 relative)."""
+    half = math.ceil(10 * sigma) + 1
+    m2 = m4 = 0.0
+    for lo in range(-half, half + 1, _PMF_CHUNK):
+        xs = np.arange(lo, min(lo + _PMF_CHUNK, half + 1), dtype=np.int64)
+        p = discrete_gaussian_pmf(xs, sigma)
+        sq = xs.astype(np.float64) ** 2
+        m2 += float((sq * p).sum())
+        m4 += float((sq * sq * p).sum())
+    return m2, m4
+
+
+def _chisq_p(observed: npt.NDArray[np.int64], probs: npt.NDArray[np.float64]) -> float:
+    """p-value of Pearson's chi-square test of label counts against label probabilities."""
+    n = float(observed.sum())
+    expected = probs / probs.sum() * n
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    return float(stats.chi2.sf(chi2, df=observed.size - 1))
+
+
+def _quantile_edges(scale: float, n_bins: int, dist: str = "norm") -> npt.NDArray[np.int64]:
+    """Integer bin edges at the quantiles of the continuous law of the same scale."""
+    law = stats.norm if dist == "norm" else stats.laplace
+    z = law.ppf(np.arange(1, n_bins) / n_bins)
+    return np.unique(np.round(scale * z).astype(np.int64))
+
+
+def _binned_gof(samples: npt.NDArray[np.int64], sigma: float, n_bins: int = 1000) -> float:
+    """Chi-square p-value of the samples in ~n_bins equal-probability bins, against the pmf."""
+    edges = _quantile_edges(sigma, n_bins)
+
+    def label(xs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        return np.searchsorted(edges, xs, side="right")
+
+    probs = _gauss_probs(sigma, label, edges.size + 1)
+    return _chisq_p(np.bincount(label(samples), minlength=edges.size + 1), probs)
+
+
+def _two_sample_p(
+    a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], edges: npt.NDArray[Any]
+) -> float:
+    table = np.stack(
+        [
+            np.bincount(np.searchsorted(edges, s, side="right"), minlength=edges.size + 1)
+            for s in (a, b)
+        ]
+    )
+    return float(stats.chi2_contingency(table).pvalue)
+
+
+class _CountingSource:
+    """A seeded source that counts the words it hands out."""
+
+    seeded = True
+
+    def __init__(self, seed: int) -> None:
+        self._inner = SeededSource(seed)
+        self.count = 0
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        self.count += n
+        return self._inner.words(n)
+
+    def spawn(self, n: int) -> list[RandomSource]:
+        raise AssertionError("not used")
+
+
+def _no_urandom(n: int) -> bytes:
+    raise AssertionError("a seeded draw asked the OS CSPRNG")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [1e5, 3e5, 1e6])
+def test_chi_square_large_sigma(sigma: float) -> None:
+    """2M convolution draws in 1,000 equal-probability bins (tails included) against the pmf."""
+    x = sample_discrete_gaussian(sigma, size=2_000_000, rng=20240612)
+    assert _binned_gof(x, sigma) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_chi_square_large_sigma_csprng() -> None:
+    x = sample_discrete_gaussian(1e6, size=1_000_000)
+    assert _binned_gof(x, 1e6) > P_FLOOR
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [65536.5, 1e6])
+def test_large_sigma_mean_and_variance(sigma: float) -> None:
+    n = 2_000_000
+    x = sample_discrete_gaussian(sigma, size=n, rng=4)
+    var, mu4 = _gauss_moments(sigma)
+    assert abs(x.mean()) < 5 * math.sqrt(var / n)
+    assert abs(x.var() - var) < 5 * math.sqrt((mu4 - var * var) / n)
+
+
+@pytest.mark.slow
+def test_large_sigma_residues_and_exact_probabilities() -> None:
+    """No trace of the coarse lattice k Z, and a few exact probabilities, at sigma 1e5."""
+    sigma, n = 1e5, 4_000_000
+    (k, _), *_ = _noise._gauss_splits(sigma)[0]
+    assert k == 182
+    x = sample_discrete_gaussian(sigma, size=n, rng=77)
+    for mod in (k, k + 1, 2):  # X mod k: would show a badly smoothed lattice of the coarse part
+        probs = _gauss_probs(sigma, lambda xs, mod=mod: xs % mod, mod)
+        assert _chisq_p(np.bincount(x % mod, minlength=mod), probs) > P_FLOOR
+    events = {
+        "X = 0": lambda v: v == 0,
+        "|X| <= 100": lambda v: np.abs(v) <= 100,
+        "|X| <= sigma": lambda v: np.abs(v) <= sigma,
+        "X > 3 sigma": lambda v: v > 3 * sigma,
+    }
+    for name, event in events.items():
+        p = _gauss_probs(sigma, lambda xs, e=event: e(xs).astype(np.intp), 2)[1]
+        se = math.sqrt(p * (1 - p) / n)
+        assert abs(float(event(x).mean()) - p) < 4.5 * se, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [5.0, 37.5, 200.0])
+def test_convolution_forced_on_small_sigma(sigma: float) -> None:
+    """The convolution method where every integer is its own bin: the lemma, tested finely."""
+    n = 1_000_000
+    out = np.empty(n, dtype=np.int64)
+    _noise._draw_composed(_noise._gauss_plan(sigma), out, SeededSource(31))
+    assert _chisq_gof(out, sigma) > P_FLOOR
+    p0 = discrete_gaussian_pmf(0, sigma)
+    assert abs(float((out == 0).mean()) - p0) < 4.5 * math.sqrt(p0 * (1 - p0) / n)
+
+
+@pytest.mark.parametrize("sigma", [5.0, 10.5])
+def test_convolution_lemma_in_high_precision(sigma: float) -> None:
+    """Q(x) / P(x) is constant to 1e-40 for the plan's own (k, r, s1^2): the lemma, numerically."""
+    k, r, sq1 = _noise._conv_split(Fraction(sigma) ** 2)
+    assert k * k * sq1 + r * r == Fraction(sigma) ** 2
+    with localcontext() as ctx:
+        ctx.prec = 90
+        two_s1 = 2 * Decimal(sq1.numerator) / Decimal(sq1.denominator)
+        two_r = Decimal(2 * r * r)
+        two_s = 2 * Decimal(sigma) ** 2
+        reach = math.ceil(16 * math.sqrt(sq1))  # f1 beyond it < e^-128
+        f1 = [(Decimal(-j * j) / two_s1).exp() for j in range(-reach, reach + 1)]
+        ratios = []
+        for x in range(-math.ceil(6 * sigma), math.ceil(6 * sigma) + 1):
+            q = sum(
+                f * (Decimal(-((x - k * j) ** 2)) / two_r).exp()
+                for j, f in zip(range(-reach, reach + 1), f1, strict=True)
+            )
+            ratios.append(q / (Decimal(-x * x) / two_s).exp())
+        assert max(ratios) / min(ratios) - 1 < Decimal("1e-40")
+
+
+def test_convolution_plans_and_distance_bound() -> None:
+    """Every split keeps k^2 s1^2 + r^2 = S^2 exactly; depth, table sizes, ints and TV bounded."""
+    grid = np.geomspace(5.0, SIGMA_CONV_MAX, 400).tolist()
+    grid += [SIGMA_TABLE_MAX, float(np.nextafter(SIGMA_TABLE_MAX, np.inf)), 1e5, 1e6, 1e7]
+    grid += [2.2e7, CONV_R_MAX**2 / 3, SIGMA_CONV_MAX, 2.0 / 3.0 * 1e9 + 0.1]
+    max_depth = 0
+    for sigma in grid:
+        splits, bottom = _noise._gauss_splits(sigma)
+        sq = bottom
+        for k, r in reversed(splits):
+            assert 1 <= r <= CONV_R_MAX
+            sq = k * k * sq + r * r
+        assert sq == Fraction(sigma) ** 2  # the variance is exactly sigma^2, no rounding
+        assert bottom <= CONV_R_MAX**2
+        if sigma <= 2.2e7:  # about CONV_R_MAX^2 / 3
+            assert len(splits) == 1
+        max_depth = max(max_depth, len(splits))
+    assert max_depth == 4
+    # every component table is within the 2K + 1 < 2^21 of the error analysis
+    assert 2 * _noise._support_k_sq(Fraction(CONV_R_MAX) ** 2, CONV_TAIL_T) + 1 < 2**21
+    with localcontext() as ctx:
+        ctx.prec = 60
+        e = (-8 * Decimal("3.14159") ** 2).exp()  # pi > 3.14159: an upper bound on e^{-8 pi^2}
+        eta = 2 * e / (1 - e)
+        assert eta / (1 - eta) < Decimal(2) ** -112
+        tail = Decimal(2) / CONV_TAIL_T * Decimal(-(CONV_TAIL_T**2) / 2).exp()
+        per_table = tail + Decimal(2) ** 21 * (1 + Decimal(2) ** -63) * Decimal(2) ** -128
+        assert tail < Decimal(2) ** Decimal("-106.4")
+        assert per_table < Decimal(2) ** Decimal("-105.4")
+        assert (max_depth + 1) * per_table + max_depth * eta < Decimal(2) ** -102
+    plan = _noise._gauss_plan(SIGMA_CONV_MAX)
+    assert len(plan.levels) == 4 and plan.bound < 2**62
+    x = _noise.draw_discrete_gaussian(SIGMA_CONV_MAX, 1000, source=SeededSource(2))
+    assert int(np.abs(x).max()) <= plan.bound
+    assert 0.8 < float(np.std(x.astype(np.float64))) / SIGMA_CONV_MAX < 1.2
+
+
+def test_convolution_tables_match_independent_high_precision() -> None:
+    """A component table of a non-float rational variance, against a direct Decimal CDF."""
+    sq = Fraction(1234567, 3)  # s = 641.5...
+    tab = _noise._gauss_component(sq)
+    k = tab.k
+    assert k == math.ceil(CONV_TAIL_T * math.sqrt(sq)) + 1 == _noise._support_k_sq(sq, 12)
+    assert tab.low == -k
+    t = _boundaries(tab)
+    with localcontext() as ctx:
+        ctx.prec = 80
+        two_s2 = 2 * Decimal(sq.numerator) / Decimal(sq.denominator)
+        p = [(Decimal(-x * x) / two_s2).exp() for x in range(-k, k + 1)]
+        z = sum(p)
+        cdf = Decimal(0)
+        scale = Decimal(2) ** 128
+        for j in range(0, 2 * k, 97):  # a sample of boundaries, both tails included
+            cdf = sum(p[: j + 1])
+            assert abs(Decimal(t[j]) - scale * cdf / z) < 2
+
+
+@pytest.mark.slow
+def test_switch_point_table_and_convolution_agree() -> None:
+    """Both methods on both sides of SIGMA_TABLE_MAX: each fits the pmf, they fit each other."""
+    below, above = SIGMA_TABLE_MAX, float(np.nextafter(SIGMA_TABLE_MAX, np.inf))
+    n = 1_000_000
+    for sigma, table in ((below, _noise._table(below)), (above, _noise._build_table(above))):
+        by_table = np.empty(n, dtype=np.int64)
+        _noise._draw_table(table, by_table, SeededSource(1))
+        by_conv = np.empty(n, dtype=np.int64)
+        _noise._draw_composed(_noise._gauss_plan(sigma), by_conv, SeededSource(2))
+        assert _binned_gof(by_table, sigma, 500) > P_FLOOR
+        assert _binned_gof(by_conv, sigma, 500) > P_FLOOR
+        assert _two_sample_p(by_table, by_conv, _quantile_edges(sigma, 500)) > P_FLOOR
+        assert abs(by_table.var() / by_conv.var() - 1) < 5 * math.sqrt(2 * 2 / n)
+
+
+def test_dispatch_at_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    monkeypatch.setattr(_noise, "_draw_table", lambda *a: seen.append("table"))
+    monkeypatch.setattr(_noise, "_draw_composed", lambda *a: seen.append("composed"))
+    monkeypatch.setattr(_noise, "_draw_rejection", lambda *a: seen.append("rejection"))
+    for sigma in (SIGMA_TABLE_MAX, np.nextafter(SIGMA_TABLE_MAX, np.inf), SIGMA_CONV_MAX):
+        _noise.draw_discrete_gaussian(float(sigma), 3, source=SeededSource(1))
+    _noise.draw_discrete_gaussian(
+        float(np.nextafter(SIGMA_CONV_MAX, np.inf)), 3, source=SeededSource(1)
+    )
+    assert seen == ["table", "composed", "composed", "rejection"]
+
+
+@pytest.mark.slow
+def test_opendp_two_sample_large_sigma() -> None:
+    """Two-sample chi-square against OpenDP's exact integer Gaussian at sigma 2e5."""
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    sigma, n = 2e5, 40_000
+    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), sigma)
+    theirs = np.asarray(meas([0] * n), dtype=np.int64)
+    ours = sample_discrete_gaussian(sigma, size=n, rng=17)
+    assert _two_sample_p(ours, theirs, _quantile_edges(sigma, 50)) > P_FLOOR
+
+
+def test_large_sigma_seeded_reproducible_and_from_its_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a = sample_discrete_gaussian(1e6, size=1001, rng=42)
+    assert (a == sample_discrete_gaussian(1e6, size=1001, rng=42)).all()
+    assert not (a == sample_discrete_gaussian(1e6, size=1001, rng=43)).all()
+    assert not (
+        sample_discrete_gaussian(1e6, size=1001) == sample_discrete_gaussian(1e6, size=1001)
+    ).all()
+    monkeypatch.setattr(os, "urandom", _no_urandom)
+    src = _CountingSource(9)
+    x = _noise.draw_discrete_gaussian(1e6, 1001, source=src)
+    # two components, 32 bits each: 2 x 501 words, plus 2 words per rare undecided prefix
+    assert 1002 <= src.count <= 1002 + 20
+    again = _CountingSource(9)
+    assert (_noise.draw_discrete_gaussian(1e6, 1001, source=again) == x).all()
+    y = sample_discrete_gaussian(np.array([1e6, 3.0, 2e7, 5e7]), rng=3)  # grouped, seeded
+    assert y.shape == (4,)
+    assert _noise._gauss_plan(5e7).levels[0].mult == CONV_R_MAX // 3  # a two-level plan
+
+
+# ---- discrete Laplace at large scales ----------------------------------------------------------
+
+
+def _laplace_cdf(x: npt.NDArray[np.int64], scale: float) -> npt.NDArray[np.float64]:
+    """P(X <= x) in closed form: a^-x / (1 + a) for x < 0, 1 - a^(x+1) / (1 + a) for x >= 0."""
+    xf = x.astype(np.float64)
+    a = math.exp(-1.0 / scale)
+    return np.where(xf < 0, np.exp(xf / scale) / (1 + a), 1.0 - np.exp(-(xf + 1) / scale) / (1 + a))
+
+
+def _laplace_binned_gof(samples: npt.NDArray[np.int64], scale: float, n_bins: int = 1000) -> float:
+    edges = _quantile_edges(scale, n_bins, dist="laplace")
+    cdf = np.concatenate([[0.0], _laplace_cdf(edges - 1, scale), [1.0]])
+    probs = np.diff(cdf)  # bin j is [edges[j-1], edges[j])
+    observed = np.bincount(np.searchsorted(edges, samples, side="right"), minlength=edges.size + 1)
+    return _chisq_p(observed, probs)
+
+
+def test_laplace_cdf_helper_matches_pmf() -> None:
+    scale = 3.7
+    xs = np.arange(-400, 401)
+    assert np.allclose(
+        np.cumsum(discrete_laplace_pmf(xs, scale)), _laplace_cdf(xs, scale), atol=1e-14
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [1e5, 1e6])
+def test_laplace_chi_square_large_scale(scale: float) -> None:
+    x = sample_discrete_laplace(scale, size=2_000_000, rng=20240612)
+    assert _laplace_binned_gof(x, scale) > P_FLOOR
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [0.3, 2.5, 37.5])
+def test_laplace_decomposition_forced_on_small_scale(scale: float) -> None:
+    """X = m D + R1 - R2 where every integer is its own bin: the identity, tested finely."""
+    out = np.empty(1_000_000, dtype=np.int64)
+    _noise._draw_composed(_noise._laplace_plan(scale), out, SeededSource(31))
+    assert _laplace_gof(out, scale) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_laplace_large_scale_residues_moments_and_exact_probabilities() -> None:
+    scale, n = 1e5, 4_000_000
+    ((_, m),) = _noise._laplace_splits(scale)
+    assert m == 2281
+    x = sample_discrete_laplace(scale, size=n, rng=78)
+    half = math.ceil(45 * scale)  # mass beyond e^-45 < 3e-20
+
+    def pmf(xs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        return discrete_laplace_pmf(xs, scale)
+
+    for mod in (m, 2):
+        probs = _label_probs(pmf, half, lambda xs, mod=mod: xs % mod, mod)
+        assert _chisq_p(np.bincount(x % mod, minlength=mod), probs) > P_FLOOR
+    for name, event in {"X = 0": lambda v: v == 0, "|X| <= 50": lambda v: np.abs(v) <= 50}.items():
+        p = _label_probs(pmf, half, lambda xs, e=event: e(xs).astype(np.intp), 2)[1]
+        assert abs(float(event(x).mean()) - p) < 4.5 * math.sqrt(p * (1 - p) / n), name
+    a = math.exp(-1.0 / scale)
+    var = 2 * a / (1 - a) ** 2
+    mu4 = float(
+        _label_probs(lambda xs: xs.astype(np.float64) ** 4 * pmf(xs), half, lambda xs: 0 * xs, 1)[0]
+    )
+    assert abs(x.mean()) < 5 * math.sqrt(var / n)
+    assert abs(x.var() - var) < 5 * math.sqrt((mu4 - var * var) / n)
+
+
+@pytest.mark.slow
+def test_laplace_switch_point_table_and_decomposition_agree() -> None:
+    below, above = LAPLACE_TABLE_MAX, float(np.nextafter(LAPLACE_TABLE_MAX, np.inf))
+    n = 1_000_000
+    for scale, table in (
+        (below, _noise._laplace_table(below)),
+        (above, _noise._build_laplace_table(above)),
+    ):
+        by_table = np.empty(n, dtype=np.int64)
+        _noise._draw_table(table, by_table, SeededSource(1))
+        by_dec = np.empty(n, dtype=np.int64)
+        _noise._draw_composed(_noise._laplace_plan(scale), by_dec, SeededSource(2))
+        assert _laplace_binned_gof(by_table, scale, 500) > P_FLOOR
+        assert _laplace_binned_gof(by_dec, scale, 500) > P_FLOOR
+        edges = _quantile_edges(scale, 500, dist="laplace")
+        assert _two_sample_p(by_table, by_dec, edges) > P_FLOOR
+
+
+def test_laplace_dispatch_at_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    monkeypatch.setattr(_noise, "_draw_table", lambda *a: seen.append("table"))
+    monkeypatch.setattr(_noise, "_draw_composed", lambda *a: seen.append("composed"))
+    monkeypatch.setattr(_noise, "_laplace_rational", lambda *a: seen.append("rejection") or 0)
+    for scale in (LAPLACE_TABLE_MAX, np.nextafter(LAPLACE_TABLE_MAX, np.inf), LAPLACE_CONV_MAX):
+        _noise.draw_discrete_laplace(float(scale), 1, source=SeededSource(1))
+    _noise.draw_discrete_laplace(
+        float(np.nextafter(LAPLACE_CONV_MAX, np.inf)), 1, source=SeededSource(1)
+    )
+    assert seen == ["table", "composed", "composed", "rejection"]
+
+
+def test_laplace_plans_and_distance_bound() -> None:
+    grid = [*np.geomspace(LAPLACE_TABLE_MAX, LAPLACE_CONV_MAX, 300).tolist(), 8.3e7, 1e9]
+    depth = 0
+    for scale in grid:
+        splits = _noise._laplace_splits(scale)
+        b = Fraction(scale)
+        for level_scale, m in splits:
+            assert level_scale == b and 2 <= m <= 2**16
+            b /= m
+        assert b <= 4096 <= LAPLACE_TABLE_MAX  # the innermost table is an ordinary one
+        if scale <= 8.3e7:
+            assert len(splits) == 1
+        depth = max(depth, len(splits))
+    assert depth == 3
+    k = _noise._laplace_support_k(LAPLACE_TABLE_MAX)
+    bound = (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND
+    bound += 2 * depth * 2**16 * (1 + 2.0**-63) * 2.0**-128  # R1, R2 of each level
+    assert bound < DISTANCE_BOUND
+    plan = _noise._laplace_plan(LAPLACE_CONV_MAX)
+    assert len(plan.levels) == 3 and plan.bound < 2**62
+    x = _noise.draw_discrete_laplace(LAPLACE_CONV_MAX, 1000, source=SeededSource(2))
+    assert int(np.abs(x).max()) <= plan.bound
+    assert 0.8 < float(np.std(x.astype(np.float64))) / (math.sqrt(2) * LAPLACE_CONV_MAX) < 1.2
+
+
+@pytest.mark.parametrize(("scale", "m"), [(2.5, 12), (0.3, 4), (1000.0, 50), (Fraction(7, 3), 2)])
+def test_one_sided_table_matches_independent_high_precision(
+    scale: float | Fraction, m: int
+) -> None:
+    tab = _noise._laplace_component(Fraction(scale), m)
+    assert tab.low == 0 and tab.k == m - 1
+    t = _boundaries(tab)
+    assert len(t) == m - 1 and all(a <= b for a, b in itertools.pairwise(t))
+    with localcontext() as ctx:
+        ctx.prec = 80
+        fr = Fraction(scale)
+        b = Decimal(fr.numerator) / Decimal(fr.denominator)
+        p = [(Decimal(-r) / b).exp() for r in range(m)]
+        z = sum(p)
+        two128 = Decimal(2) ** 128
+        cdf = Decimal(0)
+        for j in range(m - 1):
+            cdf += p[j]
+            assert abs(Decimal(t[j]) - two128 * cdf / z) < 2
+    # sampling a one-sided table: outcomes in [0, m-1], each with its probability
+    out = np.empty(200_000, dtype=np.int64)
+    _noise._draw_table(tab, out, SeededSource(5))
+    assert out.min() >= 0 and out.max() <= m - 1
+    probs = np.array([float(x / z) for x in p])
+    counts = np.bincount(out, minlength=m)
+    keep = probs * out.size >= 5
+    if keep.sum() > 1:
+        assert _chisq_p(counts[keep], probs[keep]) > P_FLOOR
+
+
+@pytest.mark.slow
+def test_laplace_opendp_two_sample_large_scale() -> None:
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    scale, n = 2e5, 40_000
+    meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale)
+    theirs = np.asarray(meas([0] * n), dtype=np.int64)
+    ours = sample_discrete_laplace(scale, size=n, rng=17)
+    assert _two_sample_p(ours, theirs, _quantile_edges(scale, 50, dist="laplace")) > P_FLOOR
+
+
+def test_laplace_large_scale_seeded_reproducible_and_from_its_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a = sample_discrete_laplace(1e6, size=1001, rng=42)
+    assert (a == sample_discrete_laplace(1e6, size=1001, rng=42)).all()
+    assert not (a == sample_discrete_laplace(1e6, size=1001, rng=43)).all()
+    monkeypatch.setattr(os, "urandom", _no_urandom)
+    src = _CountingSource(9)
+    x = _noise.draw_discrete_laplace(1e6, 1001, source=src)
+    assert 3 * 501 <= src.count <= 3 * 501 + 20  # D, R1, R2: 32 bits each
+    assert (_noise.draw_discrete_laplace(1e6, 1001, source=_CountingSource(9)) == x).all()
