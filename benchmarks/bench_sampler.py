@@ -1,16 +1,20 @@
-"""Throughput of the exact discrete Gaussian sampler against OpenDP's exact integer Gaussian.
+"""Throughput of the exact discrete Gaussian and Laplace samplers, small to very large scales.
 
 Usage::
 
-    python benchmarks/bench_sampler.py [--draws N] [--repeats R] [--opendp-draws M]
+    python benchmarks/bench_sampler.py [--draws N] [--rounds R] [--opendp-draws M] [--quick]
 
-For each sigma it times, on one thread: building the 128-bit table (cold, uncached); our
-sampler on the default OS-CSPRNG path and on the seeded (Philox) path, ``N`` draws per run;
-OpenDP's ``make_gaussian`` over an integer vector, ``M`` draws per run (its rate is
-extrapolated). Each figure is the median of ``R`` runs after one warm-up run. It also reports
-the raw ``os.urandom`` rate, an upper bound for the default path (each draw consumes 32 bits),
-and the rate of the exact rejection sampler used above ``SIGMA_TABLE_MAX``. The output is a
-Markdown table.
+For each sigma it reports the method (one table up to ``SIGMA_TABLE_MAX``, the convolution of
+small tables above it), the cold set-up time (building the table or the convolution plan's
+tables, uncached) and their size, then our draws/s on the default OS-CSPRNG path and on the
+seeded (Philox) path, ``N`` draws per call. All timed calls run in one process in ``R``
+alternating rounds (every sigma once per round, in turn), so a load spike hits every case
+alike; each figure is the best (min time) and the median of its ``R`` calls, and the ratio
+column divides by sigma 10's figure of the same round. The machine's load average is printed
+before and after. OpenDP's ``make_gaussian`` over an integer vector (``M`` draws per call, its
+rate extrapolated) and the exact CKS rejection loop (what served every sigma above
+``SIGMA_TABLE_MAX`` before the convolution method; still used above ``SIGMA_CONV_MAX``) are
+timed alongside. A second table does the same for the discrete Laplace. The output is Markdown.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from functools import partial
 from pathlib import Path
 
@@ -32,79 +37,148 @@ if importlib.util.find_spec("inftda_sql") is None:  # run from a checkout withou
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inftda_sql.core import noise as _noise
-from inftda_sql.core.noise import SIGMA_TABLE_MAX, sample_discrete_gaussian
+from inftda_sql.core.noise import (
+    LAPLACE_TABLE_MAX,
+    SIGMA_CONV_MAX,
+    SIGMA_TABLE_MAX,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
+from inftda_sql.core.rng import CSPRNGSource
 
-SIGMAS = (1.0, 10.0, 100.0, 1e4)
+SIGMAS = (1.0, 10.0, 100.0, 1e3, 1e4, SIGMA_TABLE_MAX, 1e5, 1.05e5, 2e5, 1e6, 1e7)
+SCALES = (10.0, 1e3, LAPLACE_TABLE_MAX, 1e5, 1e6, 1e7)
+REFERENCE = 10.0  # the ratio column divides by this scale's rate in the same round
 
 
-def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up: caches, page faults
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min, {os.cpu_count()} CPUs)"
 
 
-def _opendp_sampler(sigma: float, n: int) -> Callable[[], object] | None:
+def _seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _opendp(kind: str, scale: float, n: int) -> Callable[[], object] | None:
     try:
         import opendp.prelude as dp
     except ImportError:
         return None
     dp.enable_features("contrib")
-    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), sigma)
+    domain = dp.vector_domain(dp.atom_domain(T=int))
+    if kind == "gauss":
+        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=int), scale)
+    else:
+        meas = dp.m.make_laplace(domain, dp.l1_distance(T=int), scale)
     zeros = [0] * n
     return lambda: meas(zeros)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=10_000_000, help="draws per run (ours)")
-    parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median)")
-    parser.add_argument("--opendp-draws", type=int, default=20_000, help="draws per OpenDP run")
-    args = parser.parse_args()
-    n, reps, m = args.draws, args.repeats, args.opendp_draws
+def _setup(kind: str, scale: float) -> tuple[str, float, int]:
+    """Method name, cold set-up seconds and bytes of the tables (nothing cached)."""
+    _noise._cache.clear()
+    _noise._laplace_cache.clear()
+    _noise._component_cache.clear()
+    start = time.perf_counter()
+    if kind == "gauss" and scale <= SIGMA_TABLE_MAX:
+        tabs, method = [_noise._table(scale)], "table"
+    elif kind == "gauss":
+        plan = _noise._gauss_plan(scale)
+        tabs, method = [plan.bottom, *(lev.table for lev in plan.levels)], "convolution"
+    elif scale <= LAPLACE_TABLE_MAX:
+        tabs, method = [_noise._laplace_table(scale)], "table"
+    else:
+        plan = _noise._laplace_plan(scale)
+        tabs, method = [plan.bottom, *(lev.table for lev in plan.levels)], "decomposition"
+    seconds = time.perf_counter() - start
+    if method != "table":
+        method += f", {len(tabs)} tables"
+    return method, seconds, sum(t.nbytes for t in tabs)
 
-    words = 1 << 20
-    t_bits = _median_seconds(lambda: os.urandom(8 * words), reps)
-    print(f"machine: {platform.machine()} {platform.processor() or ''} numpy {np.__version__}")
+
+def _run(kind: str, scales: tuple[float, ...], n: int, rounds: int, m: int) -> None:
+    sampler = sample_discrete_gaussian if kind == "gauss" else sample_discrete_laplace
+    name = "sigma" if kind == "gauss" else "scale"
+    setups = {s: _setup(kind, s) for s in scales}
+    cases = [(s, rng) for s in scales for rng in (None, 1)]
+    for s, rng in cases:  # warm-up: tables cached, code paths touched
+        sampler(s, 1000, rng=rng)
+    times: dict[tuple[float, int | None], list[float]] = {c: [] for c in cases}
+    for _ in range(rounds):
+        for s, rng in cases:
+            times[(s, rng)].append(_seconds(partial(sampler, s, n, rng=rng)))
+    ref = times[(REFERENCE, None)]
     print(
-        f"os.urandom: {8 * words / t_bits / 1e6:.0f} MB/s = {2 * words / t_bits / 1e6:.1f} M "
-        "32-bit prefixes/s (upper bound of the default path)"
+        f"| {name} | method | cold set-up (s) | tables (MB) | CSPRNG best (M/s) "
+        f"| CSPRNG median (M/s) | seeded best (M/s) | seeded median (M/s) "
+        f"| CSPRNG vs {name} {REFERENCE:g}, median of rounds | OpenDP (K/s) |"
     )
-    print(f"{n:,} draws per run for ours, {m:,} for OpenDP; median of {reps} runs\n")
-    print(
-        "| sigma | table build (s) | table size (MB) | ours, CSPRNG (M draws/s) "
-        "| ours, seeded (M draws/s) | OpenDP (K draws/s) | ours CSPRNG / OpenDP |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for sigma in SIGMAS:
-        start = time.perf_counter()
-        tab = _noise._build_table(sigma)
-        t_build = time.perf_counter() - start
-        t_os = _median_seconds(partial(sample_discrete_gaussian, sigma, n), reps)
-        t_seed = _median_seconds(partial(sample_discrete_gaussian, sigma, n, rng=1), reps)
-        ours = n / t_os
-        opendp = _opendp_sampler(sigma, m)
-        if opendp is None:
-            theirs_txt, ratio_txt = "n/a", "n/a"
-        else:
-            theirs = m / _median_seconds(opendp, reps)
-            theirs_txt, ratio_txt = f"{theirs / 1e3:.1f}", f"{ours / theirs:.0f}x"
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in scales:
+        method, t_setup, nbytes = setups[s]
+        os_t, seed_t = times[(s, None)], times[(s, 1)]
+        ratio = statistics.median(r / t for r, t in zip(ref, os_t, strict=True))
+        opendp = _opendp(kind, s, m) if s in (1e3, 1e5, 1e6) else None
+        theirs = ""
+        if opendp is not None:
+            theirs = f"{m / min(_seconds(opendp) for _ in range(3)) / 1e3:.0f}"
         print(
-            f"| {sigma:g} | {t_build:.3f} | {tab.nbytes / 1e6:.3f} | {ours / 1e6:.1f} "
-            f"| {n / t_seed / 1e6:.1f} | {theirs_txt} | {ratio_txt} |"
+            f"| {s:g} | {method} | {t_setup:.3f} | {nbytes / 1e6:.2f} "
+            f"| {n / min(os_t) / 1e6:.1f} | {n / statistics.median(os_t) / 1e6:.1f} "
+            f"| {n / min(seed_t) / 1e6:.1f} | {n / statistics.median(seed_t) / 1e6:.1f} "
+            f"| {ratio:.2f} | {theirs} |"
         )
 
-    start = time.perf_counter()
-    _noise._build_table(SIGMA_TABLE_MAX)
-    t_max = time.perf_counter() - start
-    big = 2 * SIGMA_TABLE_MAX
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=10_000_000, help="draws per call (ours)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (>= 5)")
+    parser.add_argument("--opendp-draws", type=int, default=20_000, help="draws per OpenDP call")
+    parser.add_argument("--quick", action="store_true", help="1M draws, 3 rounds (smoke run)")
+    args = parser.parse_args()
+    n, rounds, m = args.draws, args.rounds, args.opendp_draws
+    if args.quick:
+        n, rounds = 1_000_000, 3
+
+    print(f"machine: {platform.machine()} {platform.processor() or ''} numpy {np.__version__}")
+    print(f"load average before: {_load()}")
+    words = 1 << 20
+    t_bits = min(_seconds(partial(os.urandom, 8 * words)) for _ in range(rounds))
+    print(
+        f"os.urandom: {8 * words / t_bits / 1e6:.0f} MB/s = {2 * words / t_bits / 1e6:.1f} M "
+        "32-bit prefixes/s (each table look-up takes one)"
+    )
+    print(f"{n:,} draws per call for ours, {rounds} alternating rounds; best and median\n")
+    print("### Discrete Gaussian\n")
+    _run("gauss", SIGMAS, n, rounds, m)
+
     k = 20_000
-    t_rej = _median_seconds(partial(sample_discrete_gaussian, big, k), 3)
-    print(f"\ntable build at SIGMA_TABLE_MAX = {SIGMA_TABLE_MAX:g}: {t_max:.2f} s")
-    print(f"exact rejection sampler (sigma = {big:g}, CSPRNG): {k / t_rej / 1e3:.0f} K draws/s")
+    out = np.empty(k, dtype=np.int64)
+    src = CSPRNGSource()
+    for sigma in (1e5, 2 * SIGMA_CONV_MAX):
+        t_rej = min(_seconds(partial(_noise._draw_rejection, sigma, out, src)) for _ in range(3))
+        print(
+            f"\nexact CKS rejection loop, sigma {sigma:g} (CSPRNG, {k:,} draws, best of 3): "
+            f"{k / t_rej / 1e3:.0f} K draws/s"
+        )
+
+    print("\n### Discrete Laplace\n")
+    _run("laplace", SCALES, n, rounds, m)
+    bits = _noise._Bits(src)
+    fr = Fraction(1e5)
+    num, den = fr.numerator, fr.denominator
+    t_rej = min(
+        _seconds(lambda: [_noise._laplace_rational(bits, num, den) for _ in out]) for _ in range(3)
+    )
+    print(
+        f"\nexact CKS Laplace loop (Algorithm 2), scale 1e5 (CSPRNG, {k:,} draws, best of 3): "
+        f"{k / t_rej / 1e3:.0f} K draws/s"
+    )
+    print(f"\nload average after: {_load()}")
 
 
 if __name__ == "__main__":

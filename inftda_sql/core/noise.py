@@ -67,22 +67,23 @@ This is well inside the 2^-64 budget of the design. If a mechanism is (eps, delt
 exact noise, the same mechanism with this sampler is (eps, delta + (1 + e^eps) TV)-DP.
 
 **Convolution method** (``SIGMA_TABLE_MAX < sigma <= SIGMA_CONV_MAX``). A large scale is
-built from two small ones: X = k X1 + X2 with X1, X2 drawn from small tables, no table for S
+built from small ones: X = k X1 + X2 with X1, X2 drawn from small tables, no table for S
 itself (S = sigma, S^2 its exact rational square).
 
-*Split.* r = min(floor(sqrt(floor(3 S))) + 1, ``CONV_R_MAX``), k = floor(r / 3) and
-s1^2 = (S^2 - r^2) / k^2, an exact rational, so that k^2 s1^2 + r^2 = S^2. Let
-tau^2 = s1^2 r^2 / S^2; the split is accepted only if k >= 1, s1^2 > 0 and tau^2 >= 4, checked
-in rational arithmetic when it is made (an internal error otherwise). It succeeds for every
-S >= 5.5 and gives tau^2 > 8.99 for every S > SIGMA_TABLE_MAX (tested on a grid up to
-SIGMA_CONV_MAX). Up to S = 2.2e7 (about CONV_R_MAX^2 / 3) the two scales are balanced,
-s1 ~ r ~ sqrt(3 S).
+*Split.* k = floor(sqrt(S / 3)). If S^2 / (k^2 + 1) <= CONV_R_MAX^2 (S up to about
+CONV_R_MAX^2 / 3 = 2.2e7), then s1^2 = s2^2 = S^2 / (k^2 + 1): X1 and X2 have the same law,
+of scale about sqrt(3 S), and share one table. Otherwise s2 = CONV_R_MAX, k = floor(CONV_R_MAX
+/ 3) and s1^2 = (S^2 - s2^2) / k^2. Either way the variances are exact rationals with
+k^2 s1^2 + s2^2 = S^2. Let tau^2 = s1^2 s2^2 / S^2 (balanced: tau = S / (k^2 + 1), about 3);
+the split is accepted only if k >= 1, s1^2 > 0 and tau^2 >= 4, checked in rational arithmetic
+when it is made (an internal error otherwise). It succeeds for every S >= 6, and tau^2 > 8.99
+for every S > SIGMA_TABLE_MAX (both tested on grids up to SIGMA_CONV_MAX).
 
-*Lemma.* Let X1 ~ N_Z(0, s1^2) and X2 ~ N_Z(0, r^2) be independent and Q the law of
+*Lemma.* Let X1 ~ N_Z(0, s1^2) and X2 ~ N_Z(0, s2^2) be independent and Q the law of
 X = k X1 + X2. Then TV(Q, N_Z(0, S^2)) <= eta / (1 - eta) < 2^-112, where
 eta = 2 sum_{m >= 1} exp(-2 pi^2 tau^2 m^2).
 Proof: Q(x) = sum_j f1(j) f2(x - k j) / (Z1 Z2) with f1, f2 the Gaussian kernels. Completing
-the square, j^2 / s1^2 + (x - k j)^2 / r^2 = x^2 / S^2 + (j - mu_x)^2 / tau^2 with
+the square, j^2 / s1^2 + (x - k j)^2 / s2^2 = x^2 / S^2 + (j - mu_x)^2 / tau^2 with
 mu_x = x k s1^2 / S^2, so Q(x) = f_S(x) Theta(mu_x) / (Z1 Z2) where
 Theta(mu) = sum_j exp(-(j - mu)^2 / (2 tau^2)). By Poisson summation
 Theta(mu) = tau sqrt(2 pi) sum_m exp(-2 pi^2 tau^2 m^2) cos(2 pi m mu), which lies in
@@ -92,7 +93,7 @@ normalising, Q(x) / P(x) = (1 + e_x) / (1 + e') with e' the P-mean of e_x, hence
 With tau^2 >= 4 and m^2 >= m, eta <= 2 e^{-8 pi^2} / (1 - e^{-8 pi^2}) < 1.1e-34 < 2^-112.
 
 *Recursion.* If s1 > CONV_R_MAX (S above 2.2e7), X1 is split again, so a draw is
-X = (...((B k_d + T_d) k_{d-1} + T_{d-1}) ...) k_1 + T_1 with T_i ~ N_Z(0, r_i^2) and the
+X = (...((B k_d + T_d) k_{d-1} + T_{d-1}) ...) k_1 + T_1 with T_i ~ N_Z(0, s2_i^2) and the
 innermost B ~ N_Z(0, s_d^2), s_d <= CONV_R_MAX; the depth is d = 1 up to 2.2e7 and d <= 4 for
 every S <= SIGMA_CONV_MAX. Applying the lemma level by level (each level's X1 is exactly the
 next level's law) and the triangle inequality, the exact components give a law within
@@ -109,9 +110,11 @@ s <= CONV_R_MAX), so each component table is within 2^-106.4 + 2^-107 < 2^-105.4
     TV(P^, P) <= (d + 1) 2^-105.4 + d 2^-112 < 2^-102      (d <= 4),
 
 far inside ``DISTANCE_BOUND``. A draw costs d + 1 table look-ups (32 random bits each) and d
-multiply-adds; the tables have about 24 sqrt(3 S) entries (S = 1e6: 41,572 boundaries, under
-2 MB with the guide) and build in milliseconds. Every |X| stays below 2^62 (checked when the
-plan is made), so int64 arithmetic is exact.
+multiply-adds. Up to S = 2.2e7 there is one table, of about 24 sqrt(3 S) boundaries (S = 1e5:
+13,190, 0.5 MB with its guide; S = 1e6: 41,598, 1.9 MB; S = 1e7: 131,510, 6.8 MB), built in
+milliseconds to a few tenths of a second, instead of a single table of 20 S. Every |X| stays
+below 2^62 (checked when the plan is made), so int64 arithmetic is exact. Independent draws
+from one table are independent: they read different random words.
 
 **Rejection method** (``sigma > SIGMA_CONV_MAX``, about 7.2e16). Canonne, Kamath & Steinke,
 "The Discrete Gaussian for Differential Privacy" (NeurIPS 2020), Algorithms 1-3: a discrete
@@ -612,39 +615,45 @@ def _gauss_component(sq: Fraction) -> _Table:
     return _cached(_component_cache, ("gauss", sq, CONV_TAIL_T), build)
 
 
-def _conv_split(sq: Fraction) -> tuple[int, int, Fraction]:
-    """(k, r, s1^2) with k^2 s1^2 + r^2 = sq and tau^2 = s1^2 r^2 / sq >= 4 (module docstring)."""
-    three_s = math.isqrt(9 * sq.numerator // sq.denominator)  # floor(3 S)
-    r = min(math.isqrt(three_s) + 1, CONV_R_MAX)
-    k = r // 3
-    if k < 1:
-        raise InternalError(f"convolution split of sigma^2={float(sq)!r}: sigma too small")
-    sq1 = (sq - r * r) / (k * k)
-    if sq1 <= 0 or sq1 * r * r < _TAU_SQ_MIN * sq:
+def _conv_split(sq: Fraction) -> tuple[int, Fraction, Fraction]:
+    """(k, s2^2, s1^2) with k^2 s1^2 + s2^2 = sq and tau^2 = s1^2 s2^2 / sq >= 4.
+
+    Balanced (s1 = s2, one shared table) while that scale is at most CONV_R_MAX; otherwise
+    s2 = CONV_R_MAX and s1 takes the rest (module docstring).
+    """
+    r_sq = CONV_R_MAX * CONV_R_MAX
+    k = math.isqrt(math.isqrt(sq.numerator // (9 * sq.denominator)))  # floor(sqrt(S / 3))
+    if k >= 1 and sq <= (k * k + 1) * r_sq:
+        sq1 = sq2 = sq / (k * k + 1)
+    else:
+        k = CONV_R_MAX // 3
+        sq2 = Fraction(r_sq)
+        sq1 = (sq - sq2) / (k * k)
+    if k < 1 or sq1 <= 0 or sq1 * sq2 < _TAU_SQ_MIN * sq:
         raise InternalError(
             f"convolution split of sigma^2={float(sq)!r} fails tau^2 >= {_TAU_SQ_MIN} "
-            f"(k={k}, r={r}); this is a bug, please report it"
+            f"(k={k}, s2^2={float(sq2)!r}); this is a bug, please report it"
         )
-    return k, r, sq1
+    return k, sq2, sq1
 
 
-def _gauss_splits(sigma: float) -> tuple[list[tuple[int, int]], Fraction]:
-    """The (k, r) of each level, outermost first, and the innermost variance s_d^2.
+def _gauss_splits(sigma: float) -> tuple[list[tuple[int, Fraction]], Fraction]:
+    """The (k, s2^2) of each level, outermost first, and the innermost variance s1^2.
 
     Split once, then again while the inner scale exceeds CONV_R_MAX.
     """
     sq = Fraction(sigma) ** 2
-    splits: list[tuple[int, int]] = []
+    splits: list[tuple[int, Fraction]] = []
     while not splits or sq > CONV_R_MAX * CONV_R_MAX:
-        k, r, sq = _conv_split(sq)
-        splits.append((k, r))
+        k, sq2, sq = _conv_split(sq)
+        splits.append((k, sq2))
     return splits, sq
 
 
 def _gauss_plan(sigma: float) -> _Composed:
     """The convolution plan of ``sigma`` (module docstring), its tables built or cached."""
     splits, sq = _gauss_splits(sigma)
-    levels = [_Level(k, _gauss_component(Fraction(r * r)), twice=False) for k, r in splits]
+    levels = [_Level(k, _gauss_component(sq2), twice=False) for k, sq2 in splits]
     return _composed(_gauss_component(sq), levels, f"sigma={sigma!r}")
 
 
