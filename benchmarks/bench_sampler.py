@@ -14,7 +14,9 @@ column divides by sigma 10's figure of the same round. The machine's load averag
 before and after. OpenDP's ``make_gaussian`` over an integer vector (``M`` draws per call, its
 rate extrapolated) and the exact CKS rejection loop (what served every sigma above
 ``SIGMA_TABLE_MAX`` before the convolution method; still used above ``SIGMA_CONV_MAX``) are
-timed alongside. A second table does the same for the discrete Laplace. The output is Markdown.
+timed alongside. A third table forces both Gaussian methods at sigma 1e4, SIGMA_TABLE_MAX and
+1e5 (one table is allowed by its proof up to 104,857), and a last one repeats the first for the
+discrete Laplace. The output is Markdown.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from inftda_sql.core.rng import CSPRNGSource
 SIGMAS = (1.0, 10.0, 100.0, 1e3, 1e4, SIGMA_TABLE_MAX, 1e5, 1.05e5, 2e5, 1e6, 1e7)
 SCALES = (10.0, 1e3, LAPLACE_TABLE_MAX, 1e5, 1e6, 1e7)
 REFERENCE = 10.0  # the ratio column divides by this scale's rate in the same round
+SWITCH_SIGMAS = (1e4, SIGMA_TABLE_MAX, 1e5)  # both Gaussian methods forced, side by side
 
 
 def _load() -> str:
@@ -84,19 +87,21 @@ def _setup(kind: str, scale: float) -> tuple[str, float, int]:
     _noise._component_cache.clear()
     start = time.perf_counter()
     if kind == "gauss" and scale <= SIGMA_TABLE_MAX:
-        tabs, method = [_noise._table(scale)], "table"
+        tab, method = _noise._table(scale), "table"
     elif kind == "gauss":
-        plan = _noise._gauss_plan(scale)
-        tabs, method = [plan.bottom, *(lev.table for lev in plan.levels)], "convolution"
+        plan, method = _noise._gauss_plan(scale), "convolution"
     elif scale <= LAPLACE_TABLE_MAX:
-        tabs, method = [_noise._laplace_table(scale)], "table"
+        tab, method = _noise._laplace_table(scale), "table"
     else:
-        plan = _noise._laplace_plan(scale)
-        tabs, method = [plan.bottom, *(lev.table for lev in plan.levels)], "decomposition"
+        plan, method = _noise._laplace_plan(scale), "decomposition"
     seconds = time.perf_counter() - start
-    if method != "table":
-        method += f", {len(tabs)} tables"
-    return method, seconds, sum(t.nbytes for t in tabs)
+    if method == "table":
+        return method, seconds, tab.nbytes
+    tabs = {id(t): t for t in (plan.bottom, *(lev.table for lev in plan.levels))}
+    lookups = 1 + len(plan.levels)
+    n_tabs = len(tabs)  # a balanced Gaussian split shares one table
+    method += f", {lookups} look-ups in {n_tabs} table{'s' * (n_tabs > 1)}"
+    return method, seconds, sum(t.nbytes for t in tabs.values())
 
 
 def _run(kind: str, scales: tuple[float, ...], n: int, rounds: int, m: int) -> None:
@@ -133,6 +138,39 @@ def _run(kind: str, scales: tuple[float, ...], n: int, rounds: int, m: int) -> N
         )
 
 
+def _switch(n: int, rounds: int) -> None:
+    """Both Gaussian methods forced at the same sigmas, around SIGMA_TABLE_MAX (CSPRNG)."""
+    out = np.empty(n, dtype=np.int64)
+    src = CSPRNGSource()
+    cases: dict[tuple[str, float], Callable[[], None]] = {}
+    setup: dict[tuple[str, float], tuple[float, float]] = {}
+    for sigma in SWITCH_SIGMAS:
+        _noise._component_cache.clear()
+        start = time.perf_counter()
+        tab = _noise._build_table(sigma)  # the table's proof holds up to sigma 104,857
+        setup[("table", sigma)] = (time.perf_counter() - start, tab.nbytes)
+        start = time.perf_counter()
+        plan = _noise._gauss_plan(sigma)
+        nbytes = sum(
+            {id(t): t.nbytes for t in (plan.bottom, *(v.table for v in plan.levels))}.values()
+        )
+        setup[("convolution", sigma)] = (time.perf_counter() - start, nbytes)
+        cases[("table", sigma)] = partial(_noise._draw_table, tab, out, src)
+        cases[("convolution", sigma)] = partial(_noise._draw_composed, plan, out, src)
+    times: dict[tuple[str, float], list[float]] = {c: [] for c in cases}
+    for _ in range(rounds):
+        for c, fn in cases.items():
+            times[c].append(_seconds(fn))
+    print("| sigma | method | cold set-up (s) | tables (MB) | best (M/s) | median (M/s) |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for (method, sigma), t in times.items():
+        t_setup, nbytes = setup[(method, sigma)]
+        print(
+            f"| {sigma:g} | {method} | {t_setup:.3f} | {nbytes / 1e6:.2f} "
+            f"| {n / min(t) / 1e6:.1f} | {n / statistics.median(t) / 1e6:.1f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=10_000_000, help="draws per call (ours)")
@@ -165,6 +203,9 @@ def main() -> None:
             f"\nexact CKS rejection loop, sigma {sigma:g} (CSPRNG, {k:,} draws, best of 3): "
             f"{k / t_rej / 1e3:.0f} K draws/s"
         )
+
+    print("\n### Both methods around SIGMA_TABLE_MAX\n")
+    _switch(n, rounds)
 
     print("\n### Discrete Laplace\n")
     _run("laplace", SCALES, n, rounds, m)

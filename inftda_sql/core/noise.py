@@ -148,19 +148,24 @@ The same kinds of method serve it, from the same random sources:
   of ratio a (P(G1 - G2 = x) = sum_g (1 - a)^2 a^(2g + |x|) = (1 - a)/(1 + a) a^|x|), so with
   G1, G2 independent
 
-      X = G1 - G2 = m D + R1 - R2,   D = Q1 - Q2 ~ discrete Laplace of scale b / m,
+      X = G1 - G2 = m D + E,   D = Q1 - Q2 ~ discrete Laplace of scale b / m,   E = R1 - R2,
 
-  D, R1, R2 independent: an identity in law, no approximation. D is drawn the same way until
-  its scale is at most 4096, then from the table above at its exact rational scale; R1 and R2
-  from a one-sided table over {0, ..., m-1} with m = min(ceil(sqrt(52 b)), 2^16) (balanced:
-  both tables have about sqrt(52 b) entries). That table stores the m - 1 boundaries
-  T[j] ~ 2^128 C(j), C(j) = sum_{r <= j} a^r / sum_{r < m} a^r, computed as above: p_0 = 2^F,
-  p_r = floor(p_{r-1} a), err(p_r) <= 3r u, prefix sums within (3/2) m^2 u, normaliser >= 1,
-  ratios within 3 m^2 u < 2^-222, so |T[j] - 2^128 C(j)| < 1 + 2^-63; it cuts no tail, hence
-  TV(R^, R) <= m (1 + 2^-63) 2^-128 < 2^-111.9. With d decomposition levels (d = 1 up to
-  b = 8.3e7, d <= 3 up to LAPLACE_CONV_MAX) and the triangle inequality,
-  TV(X^, X) <= TV(D^, D) + 2 d 2^-111.9 <= (2K + 1)(1 + 2^-63) 2^-128 + 2^-74 + 6 * 2^-111.9
-  < 2^-73 = ``DISTANCE_BOUND``. A draw costs 2d + 1 table look-ups.
+  D and E independent: an identity in law, no approximation. E lives on [-(m-1), m-1] with
+  P(E = e) proportional to sum_{r=0}^{m-1-|e|} a^r a^(r+|e|), i.e. to a^|e| - a^(2m-|e|).
+  D is drawn the same way until its scale is at most 4096, then from the table above at its
+  exact rational scale; E from a symmetric table with m = min(ceil(sqrt(52 b)), 2^16), which
+  balances the two (about sqrt(52 b) outcomes on each side for both).
+
+  E's table: p_j = floor(p_{j-1} a) as above (err(p_j) <= 3j u, j <= 2m), masses
+  p_e - p_(2m-e) within 6m u and the centre p_0 - p_(2m); the tail sums are within 6 m^2 u
+  and the normaliser within 13 m^2 u. The true normaliser is
+  Z_E = (1 - a^m)^2 (1 + a) / (1 - a) >= (2 m^2 / b)(1 - m / (2b))^2 >= m^2 / b (using
+  1 - e^-y >= y (1 - y/2), (1 + a)/(1 - a) >= 2b and m <= b/4), so the ratios are known to
+  20 m^2 u / Z_E <= 20 b u < 2^-195 for b <= 2^56, and |T - 2^128 C| < 1 + 2^-63 as above.
+  Nothing is cut, so TV(E^, E) <= (2m - 1)(1 + 2^-63) 2^-128 < 2^-110.9. With d decomposition
+  levels (d = 1 up to b = 8.3e7, d <= 3 up to LAPLACE_CONV_MAX), the triangle inequality gives
+  TV(X^, X) <= TV(D^, D) + d 2^-110.9 <= (2K + 1)(1 + 2^-63) 2^-128 + 2^-74 + 3 * 2^-110.9
+  < 2^-73 = ``DISTANCE_BOUND``. A draw costs d + 1 table look-ups and d multiply-adds.
 * **Rejection** (``scale > LAPLACE_CONV_MAX``, about 7.2e16): CKS Algorithm 2 with the scale as
   the exact rational t/s its float denotes; exact, a Python loop per draw.
 
@@ -244,17 +249,15 @@ class _Table:
     """Inversion table of one sigma: 2K boundaries of 128 bits and a guide over their top bits.
 
     The discrete Laplace tables have the same layout; their ``sigma`` holds the Laplace scale.
-    A one-sided table (``low == 0``) serves a law on [0, k] with k boundaries T[0 .. k-1].
     """
 
     sigma: float
-    k: int  # support is [-k, k] (symmetric) or [0, k] (one-sided)
+    k: int  # support is [-k, k]
     hi: npt.NDArray[np.uint64]  # high words of the boundaries T[-k .. k-1], non-decreasing
     lo: npt.NDArray[np.uint64]  # low words
     top: npt.NDArray[np.uint32]  # top 32 bits of each boundary (hi >> 32)
     guide: npt.NDArray[np.uint32]  # per bucket: WIDE flag | count below << shift | bits
     shift: int  # 32 - g: bucket of a 32-bit prefix v is v >> shift
-    low: int  # the smallest outcome: a draw is low + #{j : T[j] <= U}
 
     @property
     def nbytes(self) -> int:
@@ -365,40 +368,19 @@ def _gauss_boundaries(
     return k_max, *_symmetric_words(probs)
 
 
-def _one_sided_words(
-    probs: Sequence[int],
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
-    """High and low words of T[0 .. n-2] for a law on [0, n-1] with masses ``probs``.
-
-    ``probs[r]`` is the fixed-point (F bits) unnormalised mass of r; ``probs[0]`` must be
-    ``2^F`` (so the normaliser is at least 1). T[j] = floor(2^128 C(j)) up to the error
-    analysis of the module docstring, C(j) the cumulative distribution.
-    """
-    f = _FRAC_BITS
-    if probs[0] != 1 << f:
-        raise InternalError("one-sided table: the first mass must be 2^F")
-    cum = list(accumulate(probs))
-    z = cum[-1]
-    s = z.bit_length() + 64
-    w = (1 << (s + 128)) // z
-    bnd = [(x * w) >> s for x in cum[:-1]]
-    hi = np.array([y >> 64 for y in bnd], dtype=np.uint64)
-    lo = np.array([y & _M64 for y in bnd], dtype=np.uint64)
-    return hi, lo
-
-
 def _symmetric_words(
-    probs: Sequence[int],
+    probs: Sequence[int], center: int | None = None
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """High and low words of T[-K .. K-1] for a symmetric law on [-K, K].
 
     ``probs[j]`` is the fixed-point (F bits) unnormalised mass of ``j + 1`` (and of
-    ``-(j + 1)``); the mass of 0 is ``2^F``. See the module docstring for the error analysis.
+    ``-(j + 1)``); the mass of 0 is ``center``, ``2^F`` by default. See the module docstring
+    for the error analysis.
     """
     f = _FRAC_BITS
     # tails[i] = R_{K-1-i} = sum_{j >= K-i} p_j, i.e. the mass below -(K-1-i) - 1 = i - K.
     tails = list(accumulate(reversed(probs)))
-    z = (1 << f) + 2 * tails[-1]
+    z = (1 << f if center is None else center) + 2 * tails[-1]
     s = z.bit_length() + 64
     w = (1 << (s + 128)) // z
     neg = [(x * w) >> s for x in tails]  # T[-K .. -1], non-decreasing
@@ -424,11 +406,8 @@ def _table_from_boundaries(
     *,
     kind: str,
     label: str,
-    one_sided: bool = False,
 ) -> _Table:
     """The sampling table (guide included) of a symmetric law on [-k_max, k_max].
-
-    With ``one_sided``, of a law on [0, k_max] (k_max boundaries).
 
     ``hi``/``lo`` are the words of the 2 k_max boundaries; ``param`` is the law's scale
     (``sigma`` of the discrete Gaussian, ``scale`` of the discrete Laplace), named ``label``
@@ -437,7 +416,7 @@ def _table_from_boundaries(
     n = hi.size
     # Lexicographic (hi, lo) order must be non-decreasing: the count formula relies on it.
     up = (hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] >= lo[:-1]))
-    if n != (k_max if one_sided else 2 * k_max) or n == 0 or not bool(up.all()):
+    if n != 2 * k_max or n == 0 or not bool(up.all()):
         raise InternalError(f"{kind} table for {label}={param!r} is not sorted")
     g = min(_GUIDE_BITS_MAX, n.bit_length() + 2)
     if n.bit_length() > g - 1:  # counts must fit below the WIDE flag
@@ -455,16 +434,7 @@ def _table_from_boundaries(
     guide[counts >= 2] |= _WIDE
     for arr in (hi, lo, top, guide):
         arr.flags.writeable = False
-    return _Table(
-        sigma=param,
-        k=k_max,
-        hi=hi,
-        lo=lo,
-        top=top,
-        guide=guide,
-        shift=shift,
-        low=0 if one_sided else -k_max,
-    )
+    return _Table(sigma=param, k=k_max, hi=hi, lo=lo, top=top, guide=guide, shift=shift)
 
 
 _cache: OrderedDict[float, _Table] = OrderedDict()
@@ -548,7 +518,7 @@ def _fill_chunk(tab: _Table, o: npt.NDArray[np.int64], source: RandomSource, wor
     m = o.size
     shift = np.uint32(tab.shift)
     mask = np.uint32((1 << tab.shift) - 1)
-    low = np.int64(tab.low)
+    k = np.int64(tab.k)
     v = _words(source, (m + 1) // 2).view(np.uint32)[:m]  # top 32 bits of each U
     ix, ce, aa, bb = work.idx[:m], work.cell[:m], work.a[:m], work.b[:m]
     bl, ch, fl = work.below[:m], work.check[:m], work.flag[:m]
@@ -561,17 +531,17 @@ def _fill_chunk(tab: _Table, o: npt.NDArray[np.int64], source: RandomSource, wor
     np.greater_equal(ce, _WIDE, out=fl)
     np.logical_or(ch, fl, out=ch)
     np.right_shift(ce, shift, out=aa)  # boundaries below the bucket
-    np.add(aa, low, out=o)
+    np.subtract(aa, k, out=o)
     np.add(o, bl, out=o, casting="unsafe")
     sel = np.flatnonzero(ch)
     if sel.size:
         vs = v[sel]
         left = np.searchsorted(tab.top, vs, side="left")
         right = np.searchsorted(tab.top, vs, side="right")
-        o[sel] = left + low
+        o[sel] = left - k
         tie = right > left
         if tie.any():
-            o[sel[tie]] = _count_exact(tab, vs[tie], source) + low
+            o[sel[tie]] = _count_exact(tab, vs[tie], source) - k
 
 
 # ---------------------------------------------------------------------------------------------
@@ -587,11 +557,10 @@ _component_cache: OrderedDict[tuple[str, Fraction, int], _Table] = OrderedDict()
 
 @dataclass(frozen=True, eq=False)
 class _Level:
-    """One level of a composed draw: x <- mult * x + T (+ T - T' when ``twice``)."""
+    """One level of a composed draw: x <- mult * x + (a draw from ``table``)."""
 
     mult: int
     table: _Table
-    twice: bool  # Laplace: add one draw and subtract another (R1 - R2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -653,27 +622,31 @@ def _gauss_splits(sigma: float) -> tuple[list[tuple[int, Fraction]], Fraction]:
 def _gauss_plan(sigma: float) -> _Composed:
     """The convolution plan of ``sigma`` (module docstring), its tables built or cached."""
     splits, sq = _gauss_splits(sigma)
-    levels = [_Level(k, _gauss_component(sq2), twice=False) for k, sq2 in splits]
+    levels = [_Level(k, _gauss_component(sq2)) for k, sq2 in splits]
     return _composed(_gauss_component(sq), levels, f"sigma={sigma!r}")
 
 
 def _laplace_component(scale: Fraction, m: int) -> _Table:
-    """The one-sided table of P(R = r) proportional to exp(-r / scale) on {0, ..., m-1}."""
+    """The table of E = R1 - R2 on [-(m-1), m-1]: P(E = e) proportional to a^|e| - a^(2m-|e|).
+
+    R1, R2 independent with P(R = r) proportional to a^r on {0, ..., m-1}, a = exp(-1/scale).
+    """
 
     def build() -> _Table:
         f = _FRAC_BITS
         q = _fixed_exp_neg(1 / scale)  # a = exp(-1/scale)
         p = 1 << f
-        probs = [p]
-        for _ in range(m - 1):
+        powers = [p]  # powers[j] = a^j, j = 0 .. 2m
+        for _ in range(2 * m):
             p = (p * q) >> f
-            probs.append(p)
-        hi, lo = _one_sided_words(probs)
+            powers.append(p)
+        probs = [powers[j] - powers[2 * m - j] for j in range(1, m)]
+        hi, lo = _symmetric_words(probs, center=powers[0] - powers[2 * m])
         return _table_from_boundaries(
-            float(scale), m - 1, hi, lo, kind="truncated geometric", label="scale", one_sided=True
+            float(scale), m - 1, hi, lo, kind="difference of truncated geometrics", label="scale"
         )
 
-    return _cached(_component_cache, ("geometric", scale, m), build)
+    return _cached(_component_cache, ("geometric difference", scale, m), build)
 
 
 def _laplace_bottom(scale: Fraction) -> _Table:
@@ -706,7 +679,7 @@ def _laplace_splits(scale: float) -> list[tuple[Fraction, int]]:
 def _laplace_plan(scale: float) -> _Composed:
     """The decomposition plan of ``scale`` (module docstring), its tables built or cached."""
     splits = _laplace_splits(scale)
-    levels = [_Level(m, _laplace_component(b, m), twice=True) for b, m in splits]
+    levels = [_Level(m, _laplace_component(b, m)) for b, m in splits]
     b, m = splits[-1]
     return _composed(_laplace_bottom(b / m), levels, f"scale={scale!r}")
 
@@ -714,7 +687,7 @@ def _laplace_plan(scale: float) -> _Composed:
 def _composed(bottom: _Table, levels: Sequence[_Level], what: str) -> _Composed:
     bound = bottom.k
     for lev in reversed(levels):
-        bound = bound * lev.mult + lev.table.k * (2 if lev.twice else 1)
+        bound = bound * lev.mult + lev.table.k
     if bound >= _INT_BOUND:
         raise InternalError(f"composed draws for {what} could exceed 2^62; this is a bug")
     return _Composed(bottom=bottom, levels=tuple(levels), bound=bound)
@@ -734,9 +707,6 @@ def _draw_composed(plan: _Composed, out: npt.NDArray[np.int64], source: RandomSo
             np.multiply(o, lev.mult, out=o)
             _fill_chunk(lev.table, t, source, work)
             np.add(o, t, out=o)
-            if lev.twice:
-                _fill_chunk(lev.table, t, source, work)
-                np.subtract(o, t, out=o)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -730,7 +730,7 @@ def test_laplace_output_types_seeds_and_sources(monkeypatch: pytest.MonkeyPatch)
     assert calls and sum(calls) >= 2 * 4 * 1001
     calls.clear()
     sample_discrete_laplace(big, size=1001)  # decomposition path
-    assert calls and sum(calls) >= 3 * 4 * 1001
+    assert calls and sum(calls) >= 2 * 4 * 1001
     calls.clear()
     sample_discrete_laplace(2 * LAPLACE_CONV_MAX)  # rejection path
     assert calls
@@ -1006,7 +1006,6 @@ def test_convolution_tables_match_independent_high_precision() -> None:
     tab = _noise._gauss_component(sq)
     k = tab.k
     assert k == math.ceil(CONV_TAIL_T * math.sqrt(sq)) + 1 == _noise._support_k_sq(sq, 12)
-    assert tab.low == -k
     t = _boundaries(tab)
     with localcontext() as ctx:
         ctx.prec = 80
@@ -1200,7 +1199,8 @@ def test_laplace_plans_and_distance_bound() -> None:
     assert depth == 3
     k = _noise._laplace_support_k(LAPLACE_TABLE_MAX)
     bound = (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND
-    bound += 2 * depth * 2**16 * (1 + 2.0**-63) * 2.0**-128  # R1, R2 of each level
+    bound += depth * (2 * 2**16 - 1) * (1 + 2.0**-63) * 2.0**-128  # E = R1 - R2, each level
+    assert (2 * 2**16 - 1) * (1 + 2.0**-63) * 2.0**-128 < 2.0**-110.9
     assert bound < DISTANCE_BOUND
     plan = _noise._laplace_plan(LAPLACE_CONV_MAX)
     assert len(plan.levels) == 3 and plan.bound < 2**62
@@ -1209,31 +1209,45 @@ def test_laplace_plans_and_distance_bound() -> None:
     assert 0.8 < float(np.std(x.astype(np.float64))) / (math.sqrt(2) * LAPLACE_CONV_MAX) < 1.2
 
 
-@pytest.mark.parametrize(("scale", "m"), [(2.5, 12), (0.3, 4), (1000.0, 50), (Fraction(7, 3), 2)])
-def test_one_sided_table_matches_independent_high_precision(
+@pytest.mark.parametrize(
+    ("scale", "m"), [(2.5, 12), (0.3, 4), (1000.0, 50), (Fraction(7, 3), 2), (20000.0, 1020)]
+)
+def test_difference_table_matches_independent_high_precision(
     scale: float | Fraction, m: int
 ) -> None:
+    """E = R1 - R2's table against the convolution of two truncated geometrics, in Decimal."""
     tab = _noise._laplace_component(Fraction(scale), m)
-    assert tab.low == 0 and tab.k == m - 1
+    assert tab.k == m - 1
     t = _boundaries(tab)
-    assert len(t) == m - 1 and all(a <= b for a, b in itertools.pairwise(t))
+    assert len(t) == 2 * (m - 1) and all(a <= b for a, b in itertools.pairwise(t))
+    assert all(t[j] + t[len(t) - 1 - j] == (1 << 128) - 1 for j in range(len(t)))
     with localcontext() as ctx:
         ctx.prec = 80
         fr = Fraction(scale)
         b = Decimal(fr.numerator) / Decimal(fr.denominator)
-        p = [(Decimal(-r) / b).exp() for r in range(m)]
-        z = sum(p)
+        r_mass = [(Decimal(-r) / b).exp() for r in range(m)]  # P(R = r), unnormalised
+        step = max(1, m // 40)  # a sample of outcomes e, both tails and the centre included
+        es = sorted({*range(-(m - 1), m, step), -1, 0, 1, m - 1})
+        e_mass = {  # P(R1 - R2 = e), unnormalised, by direct convolution
+            e: sum(r_mass[r] * r_mass[r - e] for r in range(max(0, e), min(m, m + e)))
+            for e in range(-(m - 1), m)
+        }
+        z = sum(e_mass.values())
         two128 = Decimal(2) ** 128
         cdf = Decimal(0)
-        for j in range(m - 1):
-            cdf += p[j]
-            assert abs(Decimal(t[j]) - two128 * cdf / z) < 2
-    # sampling a one-sided table: outcomes in [0, m-1], each with its probability
+        cdfs = {}
+        for e in range(-(m - 1), m - 1):
+            cdf += e_mass[e]
+            cdfs[e] = cdf
+        for e in es:
+            if e < m - 1:  # boundary T[e] (index e + m - 1) is 2^128 P(E <= e)
+                assert abs(Decimal(t[e + m - 1]) - two128 * cdfs[e] / z) < 2
+    # sampling: outcomes in [-(m-1), m-1], each with its probability
     out = np.empty(200_000, dtype=np.int64)
     _noise._draw_table(tab, out, SeededSource(5))
-    assert out.min() >= 0 and out.max() <= m - 1
-    probs = np.array([float(x / z) for x in p])
-    counts = np.bincount(out, minlength=m)
+    assert -(m - 1) <= out.min() and out.max() <= m - 1
+    probs = np.array([float(e_mass[e] / z) for e in range(-(m - 1), m)])
+    counts = np.bincount(out + m - 1, minlength=2 * m - 1)
     keep = probs * out.size >= 5
     if keep.sum() > 1:
         assert _chisq_p(counts[keep], probs[keep]) > P_FLOOR
@@ -1259,5 +1273,5 @@ def test_laplace_large_scale_seeded_reproducible_and_from_its_source(
     monkeypatch.setattr(os, "urandom", _no_urandom)
     src = _CountingSource(9)
     x = _noise.draw_discrete_laplace(1e6, 1001, source=src)
-    assert 3 * 501 <= src.count <= 3 * 501 + 20  # D, R1, R2: 32 bits each
+    assert 2 * 501 <= src.count <= 2 * 501 + 20  # D and E: 32 bits each
     assert (_noise.draw_discrete_laplace(1e6, 1001, source=_CountingSource(9)) == x).all()
