@@ -10,7 +10,7 @@ where ``sigma`` is the float64 it is given, read as the exact rational it denote
 in tests. No floating-point arithmetic touches a probability on the sampling path.
 
 Three methods
-=================
+=============
 
 **Table method** (``0 < sigma <= SIGMA_TABLE_MAX``). A cumulative distribution table over the
 support [-K, K], ``K = ceil(10 sigma) + 1``, in 128-bit fixed point, inverted with a guide table.
@@ -710,7 +710,7 @@ def _draw_composed(plan: _Composed, out: npt.NDArray[np.int64], source: RandomSo
 
 
 # ---------------------------------------------------------------------------------------------
-# Exact rejection sampler of Canonne, Kamath & Steinke (2020), for sigma > SIGMA_TABLE_MAX
+# Exact rejection sampler of Canonne, Kamath & Steinke (2020), for sigma > SIGMA_CONV_MAX
 # ---------------------------------------------------------------------------------------------
 
 _REFILL_WORDS = 64
@@ -853,8 +853,10 @@ def sample_discrete_gaussian(
 
     P(X = x) is proportional to exp(-x^2 / (2 sigma^2)) over all integers, with sigma^2 the
     exact square of the float64 ``sigma``. Up to ``SIGMA_TABLE_MAX`` the draws come from a
-    128-bit inversion table within statistical distance 2^-73 of that law; above it from the
-    exact rejection sampler of Canonne, Kamath & Steinke (slow). See the module docstring.
+    128-bit inversion table within statistical distance 2^-73 of that law; up to
+    ``SIGMA_CONV_MAX`` (about 7.2e16) from sums k X1 + X2 of draws from small tables, within
+    2^-102; above that from the exact rejection sampler of Canonne, Kamath & Steinke (slow).
+    All of them are vectorised except the last. See the module docstring.
 
     Args:
         sigma: The scale, a finite number >= 0, or an array of them (one per draw). 0 gives 0.
@@ -1150,8 +1152,10 @@ def sample_discrete_laplace(
     P(X = x) = (1 - a) / (1 + a) * a^|x| with a = exp(-1/scale), over all integers, ``scale``
     read as the exact rational its float denotes. Up to ``LAPLACE_TABLE_MAX`` the draws come
     from a 128-bit inversion table within statistical distance 2^-73 of that law (the same
-    construction and bound as the discrete Gaussian's table); above it from the exact
-    rejection sampler of Canonne, Kamath & Steinke (slow). See the module docstring.
+    construction and bound as the discrete Gaussian's table); up to ``LAPLACE_CONV_MAX``
+    (about 7.2e16) from the exact identity X = m D + E with D and E drawn from small tables,
+    within the same 2^-73; above that from the exact rejection sampler of Canonne, Kamath &
+    Steinke (slow). See the module docstring.
 
     Args:
         scale: The scale b, a finite number >= 0 (0 gives 0), or an array of them (one per
