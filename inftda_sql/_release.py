@@ -210,8 +210,8 @@ def release(
             ``"stability_histogram"`` ((epsilon, delta)-DP: needs epsilon and delta),
             ``"tda_l2"``, ``"tda_linf_solver"`` (needs the ``solver`` extra) or
             ``"hierarchical"``. InfTDA and the TopDown baselines write positive, consistent
-            counts; ``vanilla_gauss`` and ``hierarchical`` may write negative counts and (after
-            rounding) ``hierarchical`` is not exactly consistent.
+            counts; ``hierarchical`` writes consistent counts that may be negative, and
+            ``vanilla_gauss`` noisy leaves that may be negative.
         seed: TESTS AND BENCHMARKS ONLY: reproducible, non-cryptographic noise; the release is
             then recorded as seeded and not private.
         domain_from_data: take the categories from the private data instead of a public domain.

@@ -16,10 +16,10 @@ mechanism's name. Adding a mechanism means adding its module and its entry below
   integers, consistent. zCDP.
 * ``tda_linf_solver``: TopDown with the integer Chebyshev problem solved by a MILP solver
   (``inftda-sql[solver]``). Non-negative integers, consistent. zCDP.
-* ``hierarchical``: Hay et al. on the full domain tree. Real estimates ROUNDED to the nearest
-  integer for storage, NEGATIVE COUNTS POSSIBLE; consistent before rounding, NOT after (the
-  stored leaves do not sum exactly to the estimates of their ancestors, nor to N). zCDP.
-  Refuses trees above ``max_cells`` nodes.
+* ``hierarchical``: Hay et al. on the full domain tree. Real estimates rounded top-down for
+  storage (the root, then every parent's children to the parent's stored integer, by largest
+  remainder), NEGATIVE COUNTS POSSIBLE; consistent (every stored node is the sum of its stored
+  leaves; N in bounded DP). zCDP. Refuses trees above ``max_cells`` nodes.
 """
 
 from __future__ import annotations

@@ -3,22 +3,31 @@
 Discrete Gaussian noise (per-level sigma) on every node of the FULL domain tree, then a
 bottom-up pass (inverse-variance weighting of a node's own noisy count and its children's
 estimates) and a top-down pass (the parent's final value minus the sum of its children's
-estimates, shared in proportion to their variances). The estimates are real-valued and may be
-negative. **Storage rounding**: the final leaf estimates are rounded to the nearest integer (half
-to even) and the non-zero ones stored, negative ones included. The real-valued estimates are
-exactly consistent; after rounding they are NOT: the sum of the rounded leaves under a node
-(which the levels view shows) generally differs from that node's own real-valued estimate, and in
-bounded DP from the public total N. Refuses trees above ``max_cells`` nodes in total (all
-levels). zCDP.
+estimates, shared in proportion to their variances). The estimates are real-valued, exactly
+consistent, and may be negative.
+
+**Storage rounding**, top-down, so that what is stored is consistent too: the root estimate is
+rounded to the nearest integer (in bounded DP it is N itself), then the children of every node
+are rounded so that they sum exactly to the node's stored integer, by largest remainder
+(:func:`round_to_parents`: each child becomes the floor or the ceiling of its estimate, the
+ceilings going to the largest fractional parts; negative estimates are rounded the same way, by
+their fractional part, so sums are kept whatever the signs). The non-zero leaves are stored,
+negative ones included; every coarser level (the levels view, the level statistics) is the sum
+of the stored leaves, which is the node's own rounded estimate. Rounding every leaf on its own
+would not do: a parent's adjustment is one constant spread over children whose noisy counts are
+integers, so they all round the same way and the errors add up (hundreds of units on a parent
+with a thousand children). Refuses trees above ``max_cells`` nodes in total (all levels). zCDP.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from .._errors import InternalError
 from ..core.arrays import F64, I64
@@ -29,7 +38,7 @@ from ..core.tree import ChainTree, LevelStats, TopDownResult
 from ._shared import CHUNK_CELLS, decode, dense_true, level_strides
 from .base import Mechanism, MechanismContext, level_sizes
 
-__all__ = ["MECHANISM", "run_hierarchical"]
+__all__ = ["MECHANISM", "round_to_parents", "run_hierarchical"]
 
 
 class _Refinement:
@@ -140,16 +149,18 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
         del y_up
         seconds[level - 1] += time.perf_counter() - t0
 
-    # top-down: final values level by level; the leaves are rounded and kept if non-zero
+    # top-down: the real-valued final estimates level by level, and the stored integers: the
+    # root rounded, then every parent's children rounded to sum to the parent's stored integer
     t0 = time.perf_counter()
     final = z[0]
+    stored = np.rint(final).astype(np.int64)
     stats = [
         LevelStats(
             0,
             "root",
             0,
             int(sigmas[0] > 0),
-            int(np.count_nonzero(np.rint(final))),
+            int(np.count_nonzero(stored)),
             float(sigmas[0]),
             seconds[0] + time.perf_counter() - t0,
         )
@@ -171,16 +182,15 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
         counts_up = np.empty_like(gap)
         counts_up[step.parent] = step.lengths
         even[exact] = gap[exact] / counts_up[exact]
-        per_seg_share = share[step.parent]
-        per_seg_even = even[step.parent]
+        targets = stored[step.parent]  # per segment: the parent's stored integer
         if level < n_levels:
-            var = v[level]
-            final = z[level] + np.repeat(per_seg_share, step.lengths) * var
-            final += np.repeat(per_seg_even, step.lengths)
-            kept = int(np.count_nonzero(np.rint(final)))
+            final, stored = _round_level(
+                step, z[level], v[level], share[step.parent], even[step.parent], targets
+            )
+            kept = int(np.count_nonzero(stored))
         else:
             leaf_codes, leaf_values = _hay_leaves(
-                ctx, step, z[level], per_seg_share * leaf_var + per_seg_even
+                ctx, step, z[level], share[step.parent] * leaf_var + even[step.parent], targets
             )
             kept = int(leaf_values.size)
         z[level] = np.zeros(0)
@@ -200,21 +210,97 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
     return TopDownResult(codes=tuple(leaf_codes), counts=leaf_values, levels=tuple(stats))
 
 
+def round_to_parents(values: npt.ArrayLike, targets: npt.ArrayLike, lengths: npt.ArrayLike) -> I64:
+    """Round real values to integers so that every segment sums exactly to its target.
+
+    Largest remainder, per segment: every value is rounded down (``floor``, so ``-0.3``
+    becomes ``-1`` and ``2.7`` becomes ``2``), the segment's shortfall
+    ``D = target - sum(floor)`` is written ``q * d + r`` (``d`` the segment's length,
+    ``0 <= r < d``), every entry gets ``q`` and the ``r`` entries with the largest fractional
+    parts ``value - floor(value)`` one more (equal parts by position, first first). Negative
+    values are rounded like positive ones: only the fractional part decides, so the sums are
+    kept exactly whatever the signs. When the values of a segment sum to within 1 of its target
+    (Hay's estimates sum to their parent's estimate, which its own rounding moved by less than
+    1), ``q`` is 0 (or ``r`` is 0 and ``q`` is 1) and every entry is the floor or the ceiling of
+    its value.
+
+    Args:
+        values: the real values, segment after segment.
+        targets: one integer per segment.
+        lengths: the (positive) length of every segment; they add up to ``len(values)``.
+
+    Example:
+        >>> round_to_parents([0.6, 0.6, 0.8, -0.3, -0.6, 3.6], [2, 3], [3, 3]).tolist()
+        [1, 0, 1, 0, -1, 4]
+    """
+    f = np.asarray(values, dtype=np.float64)
+    t = np.asarray(targets, dtype=np.int64)
+    d = np.asarray(lengths, dtype=np.int64)
+    n = f.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if int(d.sum()) != n or np.any(d <= 0) or d.size != t.size:
+        raise InternalError("round_to_parents: segments do not cover the values")
+    base = np.floor(f)
+    frac = f - base
+    out = base.astype(np.int64)
+    starts = np.cumsum(d) - d
+    q, r = np.divmod(t - np.add.reduceat(out, starts), d)
+    out += np.repeat(q, d)
+    if r.any():
+        seg = np.repeat(np.arange(d.size, dtype=np.int64), d)
+        order = np.lexsort((-frac, seg))  # stable: by segment, then fraction descending
+        rank = np.arange(n, dtype=np.int64) - np.repeat(starts, d)
+        out[order[rank < np.repeat(r, d)]] += 1
+    return out
+
+
+def _segment_chunks(lengths: I64) -> list[tuple[int, int]]:
+    """Runs of whole segments of about ``CHUNK_CELLS`` cells: ``(first segment, end)``."""
+    ends = np.cumsum(lengths)
+    if ends.size == 0:
+        return []
+    cuts = np.searchsorted(ends, np.arange(CHUNK_CELLS, int(ends[-1]), CHUNK_CELLS), "left") + 1
+    bounds = np.unique(np.concatenate(([0], cuts, [ends.size]))).tolist()
+    return list(itertools.pairwise(bounds))
+
+
+def _round_level(
+    ref: _Refinement, z_level: F64, v_level: F64, share: F64, even: F64, targets: I64
+) -> tuple[F64, I64]:
+    """A level above the leaves: final estimates ``z + share[segment] * v + even[segment]`` and
+    their integers rounded to the parents' stored ``targets`` (per segment), chunk by chunk."""
+    final = np.empty(ref.n, dtype=np.float64)
+    stored = np.empty(ref.n, dtype=np.int64)
+    starts = np.append(ref.starts, ref.n)
+    for s0, s1 in _segment_chunks(ref.lengths):
+        a, b = int(starts[s0]), int(starts[s1])
+        lengths = ref.lengths[s0:s1]
+        vals = z_level[a:b] + np.repeat(share[s0:s1], lengths) * v_level[a:b]
+        vals += np.repeat(even[s0:s1], lengths)
+        final[a:b] = vals
+        stored[a:b] = round_to_parents(vals, targets[s0:s1], lengths)
+    return final, stored
+
+
 def _hay_leaves(
-    ctx: MechanismContext, ref: _Refinement, z_leaf: F64, adjust: F64
+    ctx: MechanismContext, ref: _Refinement, z_leaf: F64, adjust: F64, targets: I64
 ) -> tuple[list[I64], I64]:
-    """Final leaf values ``z + adjust[segment]``, rounded; the non-zero ones, decoded."""
+    """Final leaf values ``z + adjust[segment]`` rounded to sum to their parents' stored
+    ``targets``; the non-zero ones, decoded."""
     spec, chains = ctx.spec, ctx.chains
     level = spec.n_levels
     strides = level_strides(spec, chains, level)
     sizes = level_sizes(spec, chains, level)
-    seg_end = np.cumsum(ref.lengths)
+    starts = np.append(ref.starts, ref.n)
     codes: list[list[I64]] = [[] for _ in chains]
     values: list[I64] = []
-    for a in range(0, ref.n, CHUNK_CELLS):
-        b = min(a + CHUNK_CELLS, ref.n)
-        seg = np.searchsorted(seg_end, np.arange(a, b, dtype=np.int64), side="right")
-        x = np.rint(z_leaf[a:b] + adjust[seg]).astype(np.int64)
+    for s0, s1 in _segment_chunks(ref.lengths):
+        a, b = int(starts[s0]), int(starts[s1])
+        lengths = ref.lengths[s0:s1]
+        x = round_to_parents(
+            z_leaf[a:b] + np.repeat(adjust[s0:s1], lengths), targets[s0:s1], lengths
+        )
         kept = np.flatnonzero(x)
         for c, code in enumerate(decode(kept + a, strides, sizes)):
             codes[c].append(code)
