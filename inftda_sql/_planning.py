@@ -24,6 +24,7 @@ median over runs of each level's maximum absolute error. It reads no private dat
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import uuid
 from collections.abc import Sequence
@@ -41,7 +42,7 @@ from .core.arrays import I64
 from .core.rng import SeededSource
 from .core.spec import parse_hierarchy
 from .core.topdown import topdown
-from .core.tree import ChainTree
+from .core.tree import ChainTree, determined_levels
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import drop_temp, resolve_source
 from .engines.duckdb.sql import rows
@@ -130,7 +131,7 @@ class Plan:
 
 def _domain_shape(
     con: duckdb.DuckDBPyConnection, hierarchy: object, domain: object, tree: str | None
-) -> tuple[list[str], list[int]]:
+) -> tuple[list[str], list[int], tuple[bool, ...]]:
     spec = parse_hierarchy(hierarchy, tree)
     domains = normalise_domains(domain, spec)
     prefix = f"__inftda_plan_{uuid.uuid4().hex[:12]}_"
@@ -151,7 +152,7 @@ def _domain_shape(
     for level in range(1, spec.n_levels + 1):
         names.append(spec.level_name(level))
         nodes.append(math.prod(sizes[c][d] for c, d in enumerate(spec.levels[level])))
-    return names, nodes
+    return names, nodes, determined_levels(spec, sizes)
 
 
 def _t_factors(nodes: Sequence[int], beta: float) -> np.ndarray:
@@ -169,6 +170,32 @@ def _bounds(sigmas: np.ndarray, tfac: np.ndarray, root_noised: bool) -> np.ndarr
 
 
 def _optimal_split(
+    uniform_sigma: np.ndarray,
+    tfac: np.ndarray,
+    root_noised: bool,
+    targets: list[int],
+    determined: Sequence[bool],
+) -> list[float]:
+    """Weights minimising the largest bound over ``targets``, one per level (those of the
+    determined levels, which spend nothing and add no error, are placeholders).
+
+    The bound of a determined level is its parent's, so a target there stands for the nearest
+    noised level above it (none: its bound is 0 and it is dropped). ``uniform_sigma`` are the
+    accounting's sigmas for the uniform split of rho over the other levels.
+    """
+    active = [j for j, det in enumerate(determined) if not det]
+    if not active:
+        return [1.0] * len(determined)
+    mapped = sorted({max(a for a in active if a <= t) for t in targets if active[0] <= t})
+    sub = [active.index(t) for t in mapped] or list(range(len(active)))
+    weights = [1.0] * len(determined)
+    best = _optimal_weights(uniform_sigma[active], tfac[active], root_noised, sub)
+    for j, w in zip(active, best, strict=True):
+        weights[j] = float(w)
+    return weights
+
+
+def _optimal_weights(
     uniform_sigma: np.ndarray, tfac: np.ndarray, root_noised: bool, targets: list[int]
 ) -> np.ndarray:
     """Weights minimising the largest bound over ``targets`` (exponentiated gradient).
@@ -294,10 +321,15 @@ def plan(
 ) -> Plan:
     """Plan a release: per-level sigma and the maximum absolute error to expect.
 
+    A level with as many nodes as the level above (one child per parent, e.g. a single
+    country) is determined by it: as in a release it gets rho 0 and sigma 0, and the other levels
+    share the budget.
+
     Args:
         shape: number of nodes at each level below the root, coarse to fine (e.g.
-            ``[20, 107, 7900]``). Or give ``con``, ``hierarchy``, ``domain`` (and ``tree``) as
-            for :func:`release`: the shape is then read from the public domain.
+            ``[20, 107, 7900]``), read as one chain. Or give ``con``, ``hierarchy``, ``domain``
+            (and ``tree``) as for :func:`release`: the shape is then read from the public
+            domain.
         rho, epsilon, delta, conversion, privacy, contribution, distinct: as for release().
         split: per-level weights of rho, or ``"optimal"`` to choose the weights minimising the
             largest error bound among ``target_levels`` (all levels when not given); the other
@@ -327,7 +359,7 @@ def plan(
                 " and ",
                 Arg("domain"),
             )
-        names, nodes = _domain_shape(con, hierarchy, domain, tree)
+        names, nodes, determined = _domain_shape(con, hierarchy, domain, tree)
     else:
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence) or not shape:
             raise SpecError(
@@ -341,10 +373,23 @@ def plan(
                 )
             nodes.append(int(n))
         names = [f"level {i}" for i in range(1, len(nodes) + 1)]
+        determined = tuple(a == b for a, b in itertools.pairwise([1, *nodes]))
     if not (0 < beta < 1):
         raise SpecError(f"beta must be in (0, 1), got {beta!r}", param="beta")
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
-    base = account(budget, names, privacy=privacy, contribution=contribution, distinct=distinct)
+
+    def accounting(weights: Sequence[float] | None) -> Accounting:
+        return account(
+            budget,
+            names,
+            privacy=privacy,
+            contribution=contribution,
+            distinct=distinct,
+            split=weights,
+            determined=determined,
+        )
+
+    base = accounting(None)
     root_noised = base.level_names[0] == "root"
     all_nodes = ([1] if root_noised else []) + nodes
     tfac = _t_factors(all_nodes, beta)
@@ -354,7 +399,9 @@ def plan(
             raise SpecError(f"split must be weights or 'optimal', got {split!r}", param="split")
         targets = _targets(target_levels, names, root_noised)
         weights = (
-            list(_optimal_split(np.array(base.level_sigma), tfac, root_noised, targets))
+            _optimal_split(
+                np.array(base.level_sigma), tfac, root_noised, targets, base.level_determined
+            )
             if not budget.non_private
             else None
         )
@@ -364,9 +411,7 @@ def plan(
                 Arg("target_levels"), " goes with ", Arg("split", "optimal"), param="target_levels"
             )
         weights = split
-    acct = account(
-        budget, names, privacy=privacy, contribution=contribution, distinct=distinct, split=weights
-    )
+    acct = accounting(weights)
     sig = np.array(acct.level_sigma)
     bounds = _bounds(sig, tfac, root_noised)
     sim_med = sim_max = None

@@ -1,9 +1,10 @@
 """``release()``: read a DuckDB table, write a private, consistent table of counts back.
 
-A release is a short pipeline of named stages: check the request (:mod:`._request`; the
-accounting is planned there, by :mod:`.core.accounting` only), resolve the inputs and code the
-public domain, scan the private input, run the mechanism (:mod:`.mechanisms`, engine-free numpy),
-write the output and its ledger row atomically. The stages that touch the data are the engine's
+A release is a short pipeline of named stages: check the request (:mod:`._request`: every
+argument, the accounting's included), resolve the inputs and code the public domain, make the
+accounting (by :mod:`.core.accounting` only; levels the public domain determines spend nothing),
+scan the private input, run the mechanism (:mod:`.mechanisms`, engine-free numpy), write the
+output and its ledger row atomically. The stages that touch the data are the engine's
 (:mod:`.engines`; DuckDB here).
 """
 
@@ -268,6 +269,7 @@ def release(
         with stages("domain"):
             engine.resolve()
             chains = engine.code_domains()
+            accounting = request.account(chains)  # public domain only: no data read yet
         with stages("scan"):
             scan = engine.scan()
         with stages("topdown"):
@@ -277,7 +279,7 @@ def release(
                     chains=chains,
                     true_level=engine.level_counts,
                     total=scan.total,
-                    accounting=request.accounting,
+                    accounting=accounting,
                     source=request.source,
                     progress=progress,
                     max_cells=request.max_cells,
@@ -285,7 +287,9 @@ def release(
             )
         non_private = request.non_private_reasons(budget_note)
         with stages("write"):
-            record = _record(request, engine.domain_description, result, scan, non_private)
+            record = _record(
+                request, accounting, engine.domain_description, result, scan, non_private
+            )
             record = engine.write(result, record)
     return Release(
         output=request.output,
@@ -294,7 +298,7 @@ def release(
         input=request.input_description,
         spec=request.spec,
         mechanism=request.mechanism.name,
-        accounting=request.accounting,
+        accounting=accounting,
         levels=result.levels,
         total=int(result.counts.sum()),
         timings=stages.done(time.perf_counter() - t_start),
@@ -302,8 +306,14 @@ def release(
         non_private=tuple(record.non_private),
         diagnostics=dict(scan.diagnostics),
         guarantee=request.mechanism.guarantee,
-        mechanism_params=record_parameters(request),
+        mechanism_params=record_parameters(request, accounting),
     )
+
+
+def _level_notes(acct: Accounting) -> dict[str, Any]:
+    """Why some levels spend nothing (for the ledger's details), if any does."""
+    notes = {n: note for n, note in zip(acct.level_names, acct.level_notes, strict=True) if note}
+    return {"level_notes": notes} if notes else {}
 
 
 class _Stages:
@@ -324,21 +334,22 @@ class _Stages:
         return {**self.seconds, "other": max(0.0, elapsed - sum(self.seconds.values()))}
 
 
-def record_parameters(request: ReleaseRequest) -> dict[str, Any]:
+def record_parameters(request: ReleaseRequest, accounting: Accounting) -> dict[str, Any]:
     """The mechanism's own parameters (e.g. a threshold), derived from the accounting."""
     mech = request.mechanism
-    return mech.parameters(request.accounting) if mech.parameters else {}
+    return mech.parameters(accounting) if mech.parameters else {}
 
 
 def _record(
     request: ReleaseRequest,
+    acct: Accounting,
     domain_source: str,
     result: TopDownResult,
     scan: Scan,
     non_private: list[str],
 ) -> ReleaseRecord:
     """The ledger row of a release (its id is assigned when it is written)."""
-    acct, budget, mech = request.accounting, request.budget, request.mechanism
+    budget, mech = request.budget, request.mechanism
     return ReleaseRecord(
         release_id=0,
         created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
@@ -369,7 +380,8 @@ def _record(
             {
                 "levels": [lv.as_dict() for lv in result.levels],
                 "levels_view": request.levels_view,
-                "mechanism_params": record_parameters(request),
+                "mechanism_params": record_parameters(request, acct),
+                **_level_notes(acct),
                 "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
             }
         ),

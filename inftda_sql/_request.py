@@ -16,6 +16,7 @@ from ._errors import Arg, DomainError, Part, SpecError, Spelling
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
+from .core.tree import ChainTree
 from .engines.duckdb.catalog import split_name
 from .mechanisms import Mechanism
 from .mechanisms import get as get_mechanism
@@ -74,7 +75,9 @@ class ReleaseRequest:
     """A checked ``release()`` call: what to read, how to measure it, where to write it.
 
     ``domains`` has one entry per chain (a name, relation or mapping), or is None when the
-    categories are taken from the data (``domain_from_data``, not private).
+    categories are taken from the data (``domain_from_data``, not private). The accounting is
+    checked here (budget, split) but made by :meth:`account` once the public domain is coded:
+    the levels it determines spend nothing.
     """
 
     table: object
@@ -82,7 +85,7 @@ class ReleaseRequest:
     domains: list[object] | None
     budget: Budget
     mechanism: Mechanism
-    accounting: Accounting
+    split: tuple[float, ...] | None
     privacy: str
     privacy_unit: str | None
     contribution: int
@@ -140,7 +143,8 @@ class ReleaseRequest:
         mech = get_mechanism(mechanism)
         mech.check(budget)
         cells = check_int("max_cells", max_cells, 1)
-        acct = mech.account(
+        # every accounting error (a bad split, a bad budget) is raised here, before any data
+        mech.account(
             budget, spec, privacy=privacy, contribution=m, distinct=is_distinct, split=split
         )
         source = as_source(seed)
@@ -173,7 +177,7 @@ class ReleaseRequest:
             domains=None if domain is None else normalise_domains(domain, spec),
             budget=budget,
             mechanism=mech,
-            accounting=acct,
+            split=None if split is None else tuple(split),
             privacy=privacy,
             privacy_unit=privacy_unit,
             contribution=m,
@@ -185,6 +189,19 @@ class ReleaseRequest:
             budget_override=bool(budget_override),
             max_cells=cells,
             source=source,
+        )
+
+    def account(self, chains: Sequence[ChainTree]) -> Accounting:
+        """The release's accounting, given the public domain's ``chains`` (the levels they
+        determine spend nothing; see :meth:`~inftda_sql.mechanisms.Mechanism.account`)."""
+        return self.mechanism.account(
+            self.budget,
+            self.spec,
+            privacy=self.privacy,
+            contribution=self.contribution,
+            distinct=self.distinct,
+            split=self.split,
+            chains=chains,
         )
 
     def non_private_reasons(self, budget_note: str | None) -> list[str]:

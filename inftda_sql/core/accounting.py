@@ -21,7 +21,10 @@ This is the only module that turns a privacy budget into noise scales. Its piece
   Gaussian scale ``sigma_l = D_l / sqrt(2 rho_l)`` (:func:`sigma_for`), collected in an
   :class:`Accounting`. Sensitivities are rounded up from their exact squares and every sigma
   is rounded up: ``D_l^2 / (2 sigma_l^2) <= rho_l`` holds exactly, as rationals, and the
-  ``rho_l`` add up to at most ``rho`` exactly.
+  ``rho_l`` add up to at most ``rho`` exactly. A level *determined* by the public domain (every
+  node of the level above has exactly one child, so the level repeats the released counts of
+  its parents) gets no budget and no noise; its share goes to the other levels
+  (:data:`DETERMINED_NOTE`).
 * :func:`zcdp_compose`: sequential composition (the sum of the ``rho``s).
 * :func:`budget_verdict`: whether a release fits the budget stored for its input.
 * :func:`stability_histogram`: the discrete Laplace scale and the threshold of the Stability
@@ -64,6 +67,7 @@ from .._tables import Column, html_table, text_table
 __all__ = [
     "CONVERSIONS",
     "DEFAULT_REPORT_DELTA",
+    "DETERMINED_NOTE",
     "EPSILON_WARN_THRESHOLD",
     "PRIVACY_MODELS",
     "Accounting",
@@ -97,6 +101,12 @@ CONVERSIONS: tuple[str, ...] = ("tight", "simple")
 
 #: The two neighbouring relations.
 PRIVACY_MODELS: tuple[str, ...] = ("bounded", "unbounded")
+
+#: Why a level spends no budget, as recorded with the accounting (ledger, printed tables).
+DETERMINED_NOTE = (
+    "determined by its parents (one child each in the public domain): it repeats their "
+    "released counts, so no noise and no budget; its share went to the other levels"
+)
 
 Conversion = Literal["tight", "simple"]
 PrivacyModel = Literal["bounded", "unbounded"]
@@ -880,8 +890,10 @@ class Accounting:
         level_names: names of the noised levels, coarsest first (``"root"`` first when
             unbounded).
         level_sensitivity: L2 sensitivity per level.
-        level_rho: zCDP budget per level.
-        level_sigma: discrete Gaussian scale per level.
+        level_rho: zCDP budget per level (0.0 for a determined level).
+        level_sigma: discrete Gaussian scale per level (0.0 for a determined level).
+        level_determined: per level, whether it is determined by its parent in the public
+            domain (one child per parent): no noise and no budget. Empty means none is.
 
     Example:
         >>> acc = account(Budget.from_args(rho=float("inf")), ["region", "province"])
@@ -903,16 +915,34 @@ class Accounting:
     level_sensitivity: tuple[float, ...]
     level_rho: tuple[float, ...]
     level_sigma: tuple[float, ...]
+    level_determined: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         check_privacy(self.privacy)
         n = len(self.level_names)
-        lengths = (len(self.level_sensitivity), len(self.level_rho), len(self.level_sigma))
+        if not self.level_determined:
+            object.__setattr__(self, "level_determined", (False,) * n)
+        lengths = (
+            len(self.level_sensitivity),
+            len(self.level_rho),
+            len(self.level_sigma),
+            len(self.level_determined),
+        )
         if n == 0 or any(k != n for k in lengths):
             raise SpecError(
-                f"an accounting needs one name, sensitivity, rho and sigma per level; got "
-                f"{n} names and {lengths[0]}, {lengths[1]}, {lengths[2]} values"
+                "an accounting needs one name, sensitivity, rho and sigma per level (and one "
+                f"determined flag); got {n} names and {', '.join(map(str, lengths))} values"
             )
+        for name, det, r, s in zip(
+            self.level_names, self.level_determined, self.level_rho, self.level_sigma, strict=True
+        ):
+            if not isinstance(det, bool):
+                raise SpecError(f"level {name!r}: determined must be True or False, got {det!r}")
+            if det and (r != 0.0 or s != 0.0):
+                raise BudgetError(
+                    f"level {name!r} is determined by its parent: it spends no budget and has no "
+                    f"noise, got rho={r!r}, sigma={s!r}"
+                )
         if self.budget.non_private:
             if any(s != 0.0 for s in self.level_sigma):
                 raise BudgetError(f"an infinite budget adds no noise, got {self.level_sigma!r}")
@@ -922,9 +952,16 @@ class Accounting:
                 f"the level budgets {self.level_rho!r} sum to more than ",
                 Arg("rho", self.budget.rho, "!r"),
             )
-        for name, d, r, s in zip(
-            self.level_names, self.level_sensitivity, self.level_rho, self.level_sigma, strict=True
+        for name, det, d, r, s in zip(
+            self.level_names,
+            self.level_determined,
+            self.level_sensitivity,
+            self.level_rho,
+            self.level_sigma,
+            strict=True,
         ):
+            if det:
+                continue
             if (
                 not (s > 0.0 and r > 0.0)
                 or not math.isclose(d * d / (2.0 * s * s), r, rel_tol=1e-9)
@@ -940,6 +977,11 @@ class Accounting:
     def non_private(self) -> bool:
         """True when the budget is infinite: no noise is added."""
         return self.budget.non_private
+
+    @property
+    def level_notes(self) -> tuple[str, ...]:
+        """Per level, why it spends no budget (:data:`DETERMINED_NOTE`), or ``""``."""
+        return tuple(DETERMINED_NOTE if det else "" for det in self.level_determined)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dictionary; infinities are written as the string ``"inf"``.
@@ -962,12 +1004,14 @@ class Accounting:
                     "sensitivity": d,
                     "rho": _json_number(r),
                     "sigma": s,
+                    **({"determined": True, "note": DETERMINED_NOTE} if det else {}),
                 }
-                for name, d, r, s in zip(
+                for name, d, r, s, det in zip(
                     self.level_names,
                     self.level_sensitivity,
                     self.level_rho,
                     self.level_sigma,
+                    self.level_determined,
                     strict=True,
                 )
             ],
@@ -975,12 +1019,13 @@ class Accounting:
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
         return [
-            (name, _fmt(d), _fmt(r), _fmt(s))
-            for name, d, r, s in zip(
+            (name, _fmt(d), _fmt(r) + (" (determined)" if det else ""), _fmt(s))
+            for name, d, r, s, det in zip(
                 self.level_names,
                 self.level_sensitivity,
                 self.level_rho,
                 self.level_sigma,
+                self.level_determined,
                 strict=True,
             )
         ]
@@ -998,7 +1043,8 @@ class Accounting:
     def __str__(self) -> str:
         columns = [Column(h, "<") for h in _ACCOUNTING_HEADER]
         table = text_table(columns, self._rows(), sep="   ", indent="  ")
-        return "\n".join([self._headline(), f"  {self._model_line()}", *table])
+        notes = [f"  (determined) {DETERMINED_NOTE}"] if any(self.level_determined) else []
+        return "\n".join([self._headline(), f"  {self._model_line()}", *table, *notes])
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -1016,6 +1062,7 @@ def account(
     distinct: bool = False,
     split: Iterable[float] | None = None,
     noise_root: bool | None = None,
+    determined: Sequence[bool] | None = None,
 ) -> Accounting:
     """Compute sensitivity, budget and noise scale of every noised level of a hierarchy.
 
@@ -1037,6 +1084,12 @@ def account(
         split: optional positive weights for the per-level budgets, one per noised level
             (``n`` without a noised root, ``n + 1`` with it, root first); uniform by default.
         noise_root: whether the root is a noised level (see above).
+        determined: optional, one flag per entry of ``level_names``: the level is determined
+            by its parent in the PUBLIC domain (every node of the level above has exactly one
+            child), so its counts are its parents' released counts. Such a level gets rho 0
+            and sigma 0 (a mechanism must not noise it, nor read its true counts) and its
+            weight in ``split`` is dropped: the other levels share the whole budget. If every
+            level is determined, nothing is spent. The root is never determined.
 
     Returns:
         The accounting.
@@ -1052,6 +1105,9 @@ def account(
         ((0.5, 0.5), [1.414214, 1.414214])
         >>> account(Budget.from_args(rho=1.0), ["region"], privacy="unbounded").level_names
         ('root', 'region')
+        >>> acc = account(Budget.from_args(rho=1.0), ["nation", "region"], determined=[True, False])
+        >>> acc.level_rho, [round(s, 6) for s in acc.level_sigma]
+        ((0.0, 1.0), [0.0, 1.0])
     """
     if not isinstance(budget, Budget):
         raise BudgetError(
@@ -1084,11 +1140,26 @@ def account(
     if len(set(names)) != len(names):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise SpecError(f"level names must be unique, got {names!r} (repeated: {dupes!r})")
-    rhos = split_rho(budget.rho, len(names), split)
+    flags = _determined_flags(determined, len(level_names), names)
+    active = [i for i, det in enumerate(flags) if not det]
+    weights = None if split is None else _as_list(split, "split weights", BudgetError)
+    split_rho(budget.rho, len(names), weights)  # checks the weights of every level
+    shares = (
+        split_rho(
+            budget.rho, len(active), None if weights is None else [weights[i] for i in active]
+        )
+        if active
+        else ()
+    )
+    rhos = [0.0] * len(names)
+    for i, r in zip(active, shares, strict=True):
+        rhos[i] = r
     if budget.non_private:
         sigmas: tuple[float, ...] = (0.0,) * len(names)
     else:
-        sigmas = tuple(sigma_for(d, r) for d, r in zip(sens, rhos, strict=True))
+        sigmas = tuple(
+            0.0 if det else sigma_for(d, r) for d, r, det in zip(sens, rhos, flags, strict=True)
+        )
     return Accounting(
         budget=budget,
         privacy=model,
@@ -1096,9 +1167,28 @@ def account(
         distinct=distinct,
         level_names=names,
         level_sensitivity=sens,
-        level_rho=rhos,
+        level_rho=tuple(rhos),
         level_sigma=sigmas,
+        level_determined=flags,
     )
+
+
+def _determined_flags(
+    determined: Sequence[bool] | None, n_given: int, names: tuple[str, ...]
+) -> tuple[bool, ...]:
+    """One flag per noised level: ``determined`` (one per given level name) aligned with
+    ``names``, which may start with a prepended ``"root"`` (never determined)."""
+    if determined is None:
+        return (False,) * len(names)
+    flags = _as_list(determined, "determined", SpecError)
+    if len(flags) != n_given:
+        raise SpecError(
+            f"got {len(flags)} determined flags {flags!r} for {n_given} levels; pass one per level"
+        )
+    for f in flags:
+        if not isinstance(f, bool):
+            raise SpecError(f"determined flags must be True or False, got {f!r}")
+    return (False,) * (len(names) - n_given) + tuple(flags)
 
 
 # --------------------------------------------------------------------------------------------

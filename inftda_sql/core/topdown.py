@@ -99,7 +99,8 @@ class _LevelJob:
         """Noise and optimise the children of parents ``chunk[0]:chunk[1]``.
 
         Returns the codes (per chain) and values of the surviving children, and how many
-        children were noised.
+        children were noised. An only child needs no noise: it is its parent's released value
+        whatever it is measured as, so none is drawn for it and its true count is not used.
         """
         a, b = chunk
         counts = self.child_counts[a:b]
@@ -112,13 +113,27 @@ class _LevelJob:
         for j, codes in enumerate(self.codes):
             if j != self.chain:
                 first += codes[a:b] * self.strides[j]
-        y = _true_counts(self.keys_true, self.counts_true, first, counts, seg, total)
-        if self.sigma > 0:
-            y += draw_discrete_gaussian(self.sigma, total, source=source)
-        x: I64 | None = None
-        # a SpecError is replaced below, outside any handler: not even chained to its message
-        with contextlib.suppress(SpecError):
-            x = self.optimizer(y, self.values[a:b], seg)
+        single = counts == 1
+        if single.all():  # every child is its parent: no true count is read, no noise drawn
+            x: I64 | None = self.values[a:b].copy()
+            noised = 0
+        else:
+            y = _true_counts(self.keys_true, self.counts_true, first, counts, seg, total)
+            many = np.repeat(~single, counts) if single.any() else None
+            noised = total if many is None else int(np.count_nonzero(many))
+            if self.sigma > 0:
+                noise = draw_discrete_gaussian(self.sigma, noised, source=source)
+                if many is None:
+                    y += noise
+                else:
+                    y[many] += noise
+            if many is not None:  # an only child is its parent: its true count is not used
+                y[~many] = self.values[a:b][single]
+            x = None
+            # a SpecError is replaced below, outside any handler: not even chained to its message
+            with contextlib.suppress(SpecError):
+                x = self.optimizer(y, self.values[a:b], seg)
+            del y
         if x is None:
             # IntOpt names the offending values, and they include true counts (the root total
             # of bounded DP is exact): say what is wrong without them
@@ -127,14 +142,13 @@ class _LevelJob:
                 "beyond +-2**60, or a parent whose children's sums could reach 2**63); count in "
                 "larger units (e.g. thousands) or split the input"
             )
-        del y
         kept = np.flatnonzero(x > 0)
         parent = np.searchsorted(seg, kept, side="right") - 1
         out = [
             starts[parent] + (kept - seg[parent]) if j == self.chain else codes[a:b][parent]
             for j, codes in enumerate(self.codes)
         ]
-        return out, x[kept], total
+        return out, x[kept], noised
 
 
 def topdown(
@@ -156,7 +170,9 @@ def topdown(
         chains: the public domain of each chain as code ranges.
         true_level: ``(level, strides) -> (sorted keys, counts)``: the true counts of a level.
         sigmas: per level (index 0 = root), the discrete Gaussian sigma; 0 means no noise. The
-            root is noised only when ``sigmas[0] > 0`` (unbounded DP).
+            root is noised only when ``sigmas[0] > 0`` (unbounded DP). A parent with one child
+            in the public domain passes its value to it without noise, so a level determined
+            by its parents (which the accounting gives sigma 0) reads no true count at all.
         root_total: the true total N.
         source: the random source of the noise.
         optimizer: ``(y, targets, offsets) -> x`` per level; IntOpt by default.
@@ -196,9 +212,13 @@ def topdown(
         c = spec.refined_chain(level)
         depth = spec.levels[level][c]
         strides = key_strides(spec, level, sizes)
-        keys_true, counts_true = true_level(level, strides)
         off = chains[c].child_offsets[depth]
         sigma = float(sigmas[level])
+        child_counts = off[codes[c] + 1] - off[codes[c]]
+        if np.all(child_counts == 1):  # the level repeats its parents: no true count needed
+            keys_true = counts_true = np.zeros(0, dtype=np.int64)
+        else:
+            keys_true, counts_true = true_level(level, strides)
 
         n_parents = int(values.size)
         job = _LevelJob(
@@ -206,7 +226,7 @@ def topdown(
             codes,
             values,
             off[codes[c]],
-            off[codes[c] + 1] - off[codes[c]],
+            child_counts,
             strides,
             keys_true,
             counts_true,

@@ -27,6 +27,7 @@ __all__ = [
     "LevelStats",
     "TopDownResult",
     "code_paths",
+    "determined_levels",
     "key_strides",
 ]
 
@@ -118,6 +119,29 @@ def key_strides(spec: TreeSpec, level: int, sizes: Sequence[Sequence[int]]) -> t
             "key can index; split the release into several smaller hierarchies"
         )
     return tuple(strides)
+
+
+def determined_levels(spec: TreeSpec, sizes: Sequence[Sequence[int]]) -> tuple[bool, ...]:
+    """Per level below the root: is it determined by the level above in the public domain?
+
+    A level refines one chain by one depth; it is determined when every node of that chain at
+    the depth above has exactly one child, i.e. (every node of a domain having at least one
+    child) when the chain has as many nodes at both depths. Its cells then repeat the released
+    counts of their parents: the accounting spends nothing on it and no mechanism noises it.
+    ``sizes[c][d]`` is the number of depth-``d`` nodes of chain ``c`` (``ChainTree.sizes``).
+
+    Example:
+        >>> from inftda_sql.core.spec import parse_hierarchy
+        >>> spec = parse_hierarchy([["o_country", "o_mun"], ["d_country", "d_mun"]], "destination")
+        >>> determined_levels(spec, [(1, 1, 5), (1, 1, 5)])
+        (True, True, False, False)
+    """
+    out = []
+    for level in range(1, spec.n_levels + 1):
+        c = spec.refined_chain(level)
+        depth = spec.levels[level][c]
+        out.append(bool(sizes[c][depth] == sizes[c][depth - 1]))
+    return tuple(out)
 
 
 def _changes(table: pa.Table, depth: int) -> npt.NDArray[np.bool_]:

@@ -24,7 +24,7 @@ from ..core.arrays import I64
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
 from ..core.topdown import Optimizer, topdown
-from ..core.tree import ChainTree, LevelStats, TopDownResult
+from ..core.tree import ChainTree, LevelStats, TopDownResult, determined_levels
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
@@ -99,6 +99,18 @@ class MechanismContext:
     def __post_init__(self) -> None:
         if not isinstance(self.true_level, _NonZeroCounts):
             object.__setattr__(self, "true_level", _NonZeroCounts(self.true_level))
+        # A level the accounting spends nothing on must be one the public domain determines
+        # (one child per parent): otherwise its true counts would be released without noise.
+        public = determined_levels(self.spec, [ch.sizes for ch in self.chains])
+        names = [self.spec.level_name(lv) for lv in range(1, self.spec.n_levels + 1)]
+        acct = self.accounting
+        for name, det in zip(acct.level_names, acct.level_determined, strict=True):
+            if det and (name not in names or not public[names.index(name)]):
+                raise InternalError(
+                    f"the accounting spends no budget on level {name!r}, which the public "
+                    "domain does not determine (a parent has several children); this is a bug, "
+                    "please report it"
+                )
 
     @property
     def tree_sigmas(self) -> list[float]:
@@ -107,6 +119,15 @@ class MechanismContext:
         if acct.level_names and acct.level_names[0] == "root":
             return list(acct.level_sigma)
         return [0.0, *acct.level_sigma]
+
+    @property
+    def tree_determined(self) -> list[bool]:
+        """Per level of the tree, root first: determined by its parents, hence not measured
+        (the accounting's flags; only for mechanisms that noise the whole tree)."""
+        acct = self.accounting
+        if acct.level_names and acct.level_names[0] == "root":
+            return list(acct.level_determined)
+        return [False, *acct.level_determined]
 
     def topdown(self, optimizer: Optimizer | None = None) -> TopDownResult:
         """The TopDown pass over this context with ``optimizer`` per level (IntOpt if None)."""
@@ -185,8 +206,18 @@ class Mechanism:
         contribution: int = 1,
         distinct: bool = False,
         split: Sequence[float] | None = None,
+        chains: Sequence[ChainTree] | None = None,
     ) -> Accounting:
-        """The accounting of this mechanism on ``spec`` (see :func:`~.core.accounting.account`)."""
+        """The accounting of this mechanism on ``spec`` (see :func:`~.core.accounting.account`).
+
+        With the public domain's ``chains``, a mechanism that noises the whole tree spends
+        nothing on the levels they determine (:func:`~.core.tree.determined_levels`) and gives
+        their share to the other levels. A leaves-only mechanism measures its leaves whatever
+        the domain: they are its only measurement.
+        """
+        determined = None
+        if chains is not None and self.noises == "tree":
+            determined = list(determined_levels(spec, [ch.sizes for ch in chains]))
         return account(
             budget,
             self.noised_levels(spec),
@@ -195,6 +226,7 @@ class Mechanism:
             distinct=distinct,
             split=split,
             noise_root=None if self.releases_root else False,
+            determined=determined,
         )
 
     def full_domain_cells(

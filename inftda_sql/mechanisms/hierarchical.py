@@ -111,23 +111,34 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
     (leaves: ``z = y``, ``V = s^2``). Top-down: the root keeps ``z``; a child gets
     ``z_child + (V_child / S_v) (parent final - S_z)``. Level sigmas from the accounting (the
     root is exact, ``s = 0``, when N is public). Vectorised per level with segment sums.
+
+    A level the accounting marks as determined by its parents (one child per parent in the
+    public domain) is not measured: no noise and no true count. Bottom-up its nodes take their
+    children's estimates (``z = S_z``, ``V = S_v``; no information at all, ``V = inf``, when it
+    is the leaf level), top-down each one takes its parent's final and stored values.
     """
     spec, chains = ctx.spec, ctx.chains
     cells = MECHANISM.full_domain_cells(spec, chains, ctx.max_cells)
     n_levels = spec.n_levels
     sigmas = ctx.tree_sigmas
+    measured = [not det for det in ctx.tree_determined]
     seconds = [0.0] * (n_levels + 1)
     level_sources = ctx.source.spawn(n_levels + 1)
 
     # bottom-up: z (estimates) and v (variances) of every level; the leaf variance is uniform
     t0 = time.perf_counter()
-    leaf_var = float(sigmas[n_levels]) ** 2
+    leaf_var = float(sigmas[n_levels]) ** 2 if measured[n_levels] else math.inf
     z: list[F64] = [np.zeros(0)] * (n_levels + 1)
     v: list[F64] = [np.zeros(0)] * (n_levels + 1)
     s_z: list[F64] = [np.zeros(0)] * (n_levels + 1)  # per level l: sums over each parent's kids
     s_v: list[F64] = [np.zeros(0)] * (n_levels + 1)
     refine: list[_Refinement | None] = [None] * (n_levels + 1)
-    z[n_levels] = _noisy_level(ctx, n_levels, cells[n_levels], sigmas[n_levels], level_sources[-1])
+    if measured[n_levels]:
+        z[n_levels] = _noisy_level(
+            ctx, n_levels, cells[n_levels], sigmas[n_levels], level_sources[-1]
+        )
+    else:
+        z[n_levels] = np.zeros(cells[n_levels], dtype=np.float64)
     seconds[n_levels] += time.perf_counter() - t0
     for level in range(n_levels, 0, -1):
         t0 = time.perf_counter()
@@ -144,9 +155,12 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
         sz[ref.parent] = kids_z
         sv[ref.parent] = kids_v
         s_z[level], s_v[level] = sz, sv
-        y_up = _noisy_level(ctx, level - 1, n_up, sigmas[level - 1], level_sources[level - 1])
-        z[level - 1], v[level - 1] = _combine(y_up, float(sigmas[level - 1]) ** 2, sz, sv)
-        del y_up
+        if measured[level - 1]:
+            y_up = _noisy_level(ctx, level - 1, n_up, sigmas[level - 1], level_sources[level - 1])
+            z[level - 1], v[level - 1] = _combine(y_up, float(sigmas[level - 1]) ** 2, sz, sv)
+            del y_up
+        else:  # not measured: the estimate of its children
+            z[level - 1], v[level - 1] = sz.copy(), sv.copy()
         seconds[level - 1] += time.perf_counter() - t0
 
     # top-down: the real-valued final estimates level by level, and the stored integers: the
@@ -174,24 +188,27 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
         step = refine[level]
         if step is None:  # pragma: no cover - set in the bottom-up pass
             raise InternalError("hierarchical: a level was not refined")
-        gap = final - s_z[level]  # per parent (key order of the level above)
-        sv = s_v[level]
-        exact = sv == 0.0
-        share = np.where(exact, 0.0, gap / np.where(exact, 1.0, sv))
-        even = np.zeros_like(gap)  # with exact children, spread any gap evenly
-        counts_up = np.empty_like(gap)
-        counts_up[step.parent] = step.lengths
-        even[exact] = gap[exact] / counts_up[exact]
         targets = stored[step.parent]  # per segment: the parent's stored integer
+        if measured[level]:
+            gap = final - s_z[level]  # per parent (key order of the level above)
+            sv = s_v[level]
+            exact = sv == 0.0
+            share = np.where(exact, 0.0, gap / np.where(exact, 1.0, sv))
+            even = np.zeros_like(gap)  # with exact children, spread any gap evenly
+            counts_up = np.empty_like(gap)
+            counts_up[step.parent] = step.lengths
+            even[exact] = gap[exact] / counts_up[exact]
+            z_level, seg_share, seg_add = z[level], share[step.parent], even[step.parent]
+        else:  # one child per parent: each child is its parent (final and stored values)
+            z_level = np.zeros(step.n)
+            seg_share, seg_add = np.zeros(step.parent.size), final[step.parent]
         if level < n_levels:
-            final, stored = _round_level(
-                step, z[level], v[level], share[step.parent], even[step.parent], targets
-            )
+            v_level = v[level] if measured[level] else z_level
+            final, stored = _round_level(step, z_level, v_level, seg_share, seg_add, targets)
             kept = int(np.count_nonzero(stored))
         else:
-            leaf_codes, leaf_values = _hay_leaves(
-                ctx, step, z[level], share[step.parent] * leaf_var + even[step.parent], targets
-            )
+            adjust = seg_share * leaf_var + seg_add if measured[level] else seg_add
+            leaf_codes, leaf_values = _hay_leaves(ctx, step, z_level, adjust, targets)
             kept = int(leaf_values.size)
         z[level] = np.zeros(0)
         stats.append(
@@ -199,7 +216,7 @@ def run_hierarchical(ctx: MechanismContext) -> TopDownResult:
                 level,
                 spec.level_name(level),
                 cells[level - 1],
-                cells[level],
+                cells[level] if measured[level] else 0,
                 kept,
                 float(sigmas[level]),
                 seconds[level] + time.perf_counter() - t0,

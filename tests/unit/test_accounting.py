@@ -1025,3 +1025,62 @@ def test_a_hand_built_accounting_below_the_exact_sigma_is_refused() -> None:
     below = math.nextafter(acc.level_sigma[0], 0.0)
     with pytest.raises(BudgetError, match="exactly"):
         dataclasses.replace(acc, level_sigma=(below,))
+
+
+# --------------------------------------------------------------------------------------------
+# levels determined by the public domain (one child per parent): no noise, no budget
+
+
+def test_determined_levels_spend_nothing_and_give_their_share_away() -> None:
+    names = ["country", "region", "town"]
+    plain = account(Budget.from_args(rho=0.3), names)
+    acc = account(Budget.from_args(rho=0.3), names, determined=[True, False, False])
+    assert acc.level_determined == (True, False, False)
+    assert acc.level_rho[0] == 0.0 and acc.level_sigma[0] == 0.0
+    assert acc.level_rho[1:] == pytest.approx((0.15, 0.15), rel=1e-15)
+    assert math.fsum(acc.level_rho) <= 0.3
+    # two shares instead of three: every other sigma shrinks by sqrt(2/3)
+    for s_new, s_old in zip(acc.level_sigma[1:], plain.level_sigma[1:], strict=True):
+        assert s_new == pytest.approx(s_old * math.sqrt(2 / 3), rel=1e-12)
+    assert acc.level_sensitivity == plain.level_sensitivity
+    assert acc.level_notes[0].startswith("determined by its parents") and acc.level_notes[1] == ""
+    levels = json.loads(json.dumps(acc.as_dict(), allow_nan=False))["levels"]
+    assert levels[0]["determined"] is True and levels[0]["rho"] == 0.0
+    assert "determined" not in levels[1]
+    text = str(acc)
+    assert "0 (determined)" in text and "(determined) determined by its parents" in text
+
+
+def test_determined_levels_drop_their_split_weight() -> None:
+    acc = account(
+        Budget.from_args(rho=1.0), ["a", "b", "c"], split=[5, 1, 3], determined=[False, True, False]
+    )
+    assert acc.level_rho == pytest.approx((0.625, 0.0, 0.375), rel=1e-15)
+    with pytest.raises(BudgetError, match="positive and finite"):  # still checked
+        account(Budget.from_args(rho=1.0), ["a", "b"], split=[1, -1], determined=[False, True])
+
+
+def test_determined_levels_with_a_noised_root_and_infinite_budgets() -> None:
+    acc = account(
+        Budget.from_args(rho=1.0), ["a", "b"], privacy="unbounded", determined=[True, False]
+    )
+    assert acc.level_names == ("root", "a", "b")
+    assert acc.level_rho == pytest.approx((0.5, 0.0, 0.5), rel=1e-15)
+    assert acc.level_determined == (False, True, False)
+    oracle = account(Budget.from_args(rho=INF), ["a", "b"], determined=[True, False])
+    assert oracle.level_rho == (0.0, INF) and oracle.level_sigma == (0.0, 0.0)
+    # every level determined (bounded: N is public): nothing to noise, nothing spent
+    none = account(Budget.from_args(rho=1.0), ["a", "b"], determined=[True, True])
+    assert none.level_rho == (0.0, 0.0) and none.level_sigma == (0.0, 0.0)
+
+
+def test_determined_flags_are_checked() -> None:
+    with pytest.raises(SpecError, match="got 1 determined flags"):
+        account(Budget.from_args(rho=1.0), ["a", "b"], determined=[True])
+    with pytest.raises(SpecError, match="True or False"):
+        account(Budget.from_args(rho=1.0), ["a", "b"], determined=[1, 0])  # type: ignore[list-item]
+    acc = account(Budget.from_args(rho=1.0), ["a", "b"], determined=[True, False])
+    with pytest.raises(BudgetError, match="'a' is determined by its parent"):
+        dataclasses.replace(acc, level_rho=(0.5, 0.5), level_sigma=(1.0, 1.0))
+    with pytest.raises(SpecError, match="one name, sensitivity, rho and sigma per level"):
+        dataclasses.replace(acc, level_determined=(True, False, False))

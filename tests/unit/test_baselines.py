@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inftda_sql._errors import BudgetError, SpecError
+from inftda_sql._errors import BudgetError, InternalError, SpecError
 from inftda_sql.core.accounting import Budget, account
 from inftda_sql.core.intopt import intopt
 from inftda_sql.core.rng import as_source
 from inftda_sql.core.spec import TreeSpec, parse_hierarchy
-from inftda_sql.core.tree import ChainTree, LevelStats, key_strides
+from inftda_sql.core.tree import ChainTree, LevelStats, determined_levels, key_strides
 from inftda_sql.mechanisms import MechanismContext, check_full_domain, run_mechanism
 from inftda_sql.mechanisms import hierarchical as _baselines
 from inftda_sql.mechanisms.tda_l2 import l2_optimizer, round_to_targets, simplex_projection
@@ -268,15 +268,26 @@ class World:
         keys = sorted(k for k, v in acc.items() if v > 0)
         return np.array(keys, dtype=np.int64), np.array([acc[k] for k in keys], dtype=np.int64)
 
-    def ctx(self, budget: Budget, mechanism: str, **kwargs: Any) -> MechanismContext:
-        from inftda_sql.mechanisms import noised_levels
+    def ctx(
+        self, budget: Budget, mechanism: str, *, domain: bool = False, **kwargs: Any
+    ) -> MechanismContext:
+        """A context for ``mechanism``; with ``domain=True`` its accounting knows the public
+        domain (the levels it determines spend nothing), as in a release."""
+        from inftda_sql.mechanisms import get, noised_levels
 
-        acct = account(
-            budget,
-            noised_levels(mechanism, self.spec),
-            privacy=kwargs.pop("privacy", "bounded"),
-            contribution=kwargs.pop("contribution", 1),
-        )
+        privacy = kwargs.pop("privacy", "bounded")
+        contribution = kwargs.pop("contribution", 1)
+        if domain:
+            acct = get(mechanism).account(
+                budget, self.spec, privacy=privacy, contribution=contribution, chains=self.chains
+            )
+        else:
+            acct = account(
+                budget,
+                noised_levels(mechanism, self.spec),
+                privacy=privacy,
+                contribution=contribution,
+            )
         return MechanismContext(
             spec=self.spec,
             chains=self.chains,
@@ -373,7 +384,9 @@ def _run_hierarchical_recording(
         if level in order:
             y += draws[order.index(level)]
         noisy[level] = y
-    return result, noisy, [s * s for s in sigmas]
+    # a level determined by its parents is not measured at all: no information (variance inf)
+    var = [math.inf if det else s * s for s, det in zip(sigmas, ctx.tree_determined, strict=True)]
+    return result, noisy, var
 
 
 def _released(world: World, result: Any) -> dict[tuple[int, ...], int]:
@@ -454,7 +467,9 @@ def test_hierarchical_equals_generalised_least_squares(privacy: str, contributio
 
 
 @st.composite
-def worlds(draw: st.DrawFn) -> World:
+def worlds(draw: st.DrawFn, repeats: bool = False) -> World:
+    """Random small worlds; with ``repeats``, some depths give every node one child (a level
+    the public domain determines)."""
     n_chains = draw(st.integers(1, 2))
     parents: list[list[list[int]]] = []
     for _ in range(n_chains):
@@ -462,7 +477,12 @@ def worlds(draw: st.DrawFn) -> World:
         chain: list[list[int]] = []
         width = 1
         for _ in range(depth):
-            fan = draw(st.lists(st.integers(1, 3), min_size=width, max_size=width))
+            one = repeats and draw(st.booleans())
+            fan = (
+                [1] * width
+                if one
+                else draw(st.lists(st.integers(1, 3), min_size=width, max_size=width))
+            )
             chain.append([p for p, f in enumerate(fan) for _ in range(f)])
             width = sum(fan)
         parents.append(chain)
@@ -575,6 +595,83 @@ def test_hierarchical_stored_parent_error_is_the_estimates() -> None:
     p_value = stats.chi2.sf(float((err**2).sum() / var), df=err.size)
     assert p_value > 1e-4, (errors, var)
     assert np.abs(err).mean() < 30  # the issue's figure for the old rounding was 261
+
+
+@settings(max_examples=40, deadline=None)
+@given(worlds(repeats=True), st.sampled_from(["bounded", "unbounded"]))
+def test_hierarchical_gls_without_the_determined_levels(world: World, privacy: str) -> None:
+    """Levels of one child per parent are not measured: the result is GLS on the other levels'
+    measurements, rounded top-down as before."""
+    result, noisy, var = _run_hierarchical_recording(
+        world, Budget.from_args(rho=0.5), privacy=privacy, domain=True
+    )
+    _assert_rounds(world, result, _gls(world, noisy, var))
+
+
+TREE_MECHANISMS = ("inftda", "tda_l2", "tda_linf_solver", "hierarchical")
+
+
+@settings(max_examples=40, deadline=None)
+@given(worlds(repeats=True), st.sampled_from(TREE_MECHANISMS), st.booleans())
+def test_determined_levels_are_neither_read_nor_noised(
+    world: World, mechanism: str, private: bool
+) -> None:
+    """A level where every parent has one child in the public domain gets rho 0 and sigma 0: its
+    true counts are never read (so they cannot leak unnoised), no noise is counted for it, and
+    at rho = inf every tree mechanism still returns the true table."""
+    budget = Budget.from_args(rho=0.5 if private else math.inf)
+    determined = determined_levels(world.spec, world.sizes)
+    ctx = world.ctx(budget, mechanism, domain=True, privacy="unbounded" if private else "bounded")
+    result = run_mechanism(mechanism, ctx)
+    assert ctx.tree_determined[1:] == list(determined)
+    for level, det in enumerate(determined, start=1):
+        if det:
+            assert level not in world.calls, (mechanism, level, world.calls)
+            assert result.levels[level].noised_cells == 0 and result.levels[level].sigma == 0
+    if not private:
+        assert _released(world, result) == {k: v for k, v in world.leaf_counts.items() if v}
+
+
+def test_only_children_are_not_noised() -> None:
+    """In a level with a budget, a parent with one child passes its value on: the optimiser
+    sees the parent's value for that child (neither its true count nor noise), and only the
+    children of parents with several children count as noised."""
+    # one chain: root > 2 regions; region 0 has 3 towns, region 1 has one (with a true 900)
+    world = World([[[0, 0], [0, 0, 0, 1]]], None, {(0,): 40, (1,): 20, (3,): 900})
+    seen: list[tuple[I64, I64, I64]] = []
+
+    def recording(y: I64, targets: I64, offsets: I64) -> I64:
+        seen.append((y.copy(), targets.copy(), offsets.copy()))
+        return intopt(y, targets, offsets)
+
+    for seed in range(10):
+        seen.clear()
+        ctx = world.ctx(Budget.from_args(rho=0.5), "inftda", seed=seed)
+        result = ctx.topdown(recording)
+        y, targets, offsets = seen[-1]  # the towns of the surviving regions
+        lengths = np.diff(np.append(offsets, y.size))
+        for start, length, target in zip(offsets, lengths, targets, strict=True):
+            if length == 1:
+                assert y[start] == target  # the region's released value, not 900 + noise
+        assert result.levels[2].noised_cells == int(lengths[lengths > 1].sum())
+
+
+def test_an_accounting_that_skips_a_noisy_level_is_refused() -> None:
+    world = _od_world()  # no level is determined: every level has a parent with two children
+    acct = account(
+        Budget.from_args(rho=1.0),
+        [world.spec.level_name(lv) for lv in range(1, world.spec.n_levels + 1)],
+        determined=[True] + [False] * (world.spec.n_levels - 1),
+    )
+    with pytest.raises(InternalError, match="does not determine"):
+        MechanismContext(
+            spec=world.spec,
+            chains=world.chains,
+            true_level=world.true_level,
+            total=world.total,
+            accounting=acct,
+            source=as_source(1),
+        )
 
 
 @settings(max_examples=40, deadline=None)

@@ -97,7 +97,7 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
                 chains=[tree],
                 true_level=engine.level_counts,
                 total=found.total,
-                accounting=req.accounting,
+                accounting=req.account([tree]),  # made once the domain is coded
                 source=req.source,
             )
         )
@@ -142,7 +142,7 @@ def _run_all(db: duckdb.DuckDBPyConnection, engine: DuckDBEngine, seen: list[lis
     found = engine.scan()
     seen.append(_temporary(db, engine))
     ctx = MechanismContext(
-        req.spec, trees, engine.level_counts, found.total, req.accounting, req.source
+        req.spec, trees, engine.level_counts, found.total, req.account(trees), req.source
     )
     engine.write(req.mechanism.run(ctx), release_record())
 

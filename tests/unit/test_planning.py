@@ -85,3 +85,27 @@ def test_shape_from_a_domain(con: duckdb.DuckDBPyConnection) -> None:
 def test_bad_plans(kw: dict, fragment: str) -> None:
     with pytest.raises(inftda_sql.SpecError, match=fragment):
         plan(rho=1.0, **kw)
+
+
+def test_levels_with_one_child_per_parent_spend_nothing() -> None:
+    """A shape whose level repeats the one above (18 -> 18) is a level of one child per parent:
+    rho 0 there, and the other levels share the budget."""
+    p = plan([1, 18, 18, 278], rho=0.4, simulations=3, total=10_000)
+    assert [lv.rho for lv in p.levels] == [0.0, pytest.approx(0.2), 0.0, pytest.approx(0.2)]
+    assert [lv.sigma for lv in p.levels][::2] == [0.0, 0.0]
+    assert p.levels[0].bound == 0.0 and p.levels[0].simulated == 0.0
+    assert p.levels[2].bound == p.levels[1].bound  # a repeated level adds no error
+    assert p.split == pytest.approx((0.0, 0.5, 0.0, 0.5))
+    best = plan([1, 18, 18, 278], rho=0.4, simulations=0, split="optimal", target_levels=[1, 3])
+    assert best.levels[0].rho == 0.0 and best.levels[2].rho == 0.0
+    assert best.levels[1].rho > best.levels[3].rho  # level 3's bound is level 2's
+
+
+def test_domain_plan_knows_the_determined_levels(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        "CREATE TABLE g AS SELECT 'PT' AS country, 'd' || (i // 3) AS district, 'm' || i AS mun "
+        "FROM range(9) t(i)"
+    ).fetchall()
+    p = plan(con=con, hierarchy=["country", "district", "mun"], domain="g", rho=0.2, simulations=0)
+    assert [lv.nodes for lv in p.levels] == [1, 3, 9]
+    assert [lv.rho for lv in p.levels] == [0.0, pytest.approx(0.1), pytest.approx(0.1)]

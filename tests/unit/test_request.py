@@ -18,8 +18,12 @@ from inftda_sql._request import (
 )
 from inftda_sql.core.rng import CSPRNGSource, SeededSource
 from inftda_sql.core.spec import parse_hierarchy
+from inftda_sql.core.tree import ChainTree
 from inftda_sql.mechanisms import DEFAULT_MAX_CELLS, REGISTRY
 from tests.unit.helpers import RELEASE_ARGS
+
+#: region (2 regions) > mun (3 municipalities: 2 + 1)
+_TWO_REGIONS = ChainTree.from_parents([np.array([0, 0]), np.array([0, 0, 1])])
 
 
 def _request(table: object = "persons", **changes: Any) -> ReleaseRequest:
@@ -32,7 +36,10 @@ def test_a_valid_request_is_normalised() -> None:
     assert req.domains == ["geo"]
     assert req.output == "persons_private" and req.levels_view == "persons_private_levels"
     assert req.mechanism is REGISTRY["inftda"]
-    assert req.accounting.level_names == ("region", "mun")
+    assert req.split is None
+    # the accounting is made once the domain is coded: region (2) > mun (3) determines nothing
+    assert req.account([_TWO_REGIONS]).level_names == ("region", "mun")
+    assert req.account([_TWO_REGIONS]).level_determined == (False, False)
     assert req.budget.rho == 1.0 and req.max_cells == DEFAULT_MAX_CELLS
     assert isinstance(req.source, CSPRNGSource)
     assert req.input_name == "persons" and req.input_description == "persons"
@@ -56,8 +63,22 @@ def test_options_are_carried_over() -> None:
     assert req.contribution == 2 and type(req.contribution) is int and req.distinct
     assert isinstance(req.source, SeededSource)
     # a leaf-only mechanism pays for its leaves only, and never for a root
-    assert req.accounting.level_names == ("mun",)
-    assert req.accounting.privacy == "unbounded" and req.accounting.contribution == 2
+    acct = req.account([_TWO_REGIONS])
+    assert acct.level_names == ("mun",)
+    assert acct.privacy == "unbounded" and acct.contribution == 2
+
+
+def test_the_accounting_knows_the_determined_levels() -> None:
+    """A level of one child per parent in the public domain spends nothing; the split's
+    weights are checked (one per level) before any data, and a determined level's is dropped."""
+    req = _request(split=[1, 3])
+    one_each = ChainTree.from_parents([np.array([0, 0]), np.array([0, 1])])
+    acct = req.account([one_each])
+    assert acct.level_determined == (False, True)
+    assert acct.level_rho == (1.0, 0.0) and acct.level_sigma[1] == 0.0
+    assert req.account([_TWO_REGIONS]).level_rho == pytest.approx((0.25, 0.75))
+    with pytest.raises(BudgetError, match="3 split weights"):
+        _request(split=[1, 1, 1])
 
 
 def test_non_private_reasons() -> None:

@@ -56,7 +56,8 @@ def test_infinite_budget_is_exact_and_prunes_zero_nodes() -> None:
     ] == [
         (0, "root", 0, 0, 1),
         (1, "region", 1, 2, 2),
-        (2, "city", 2, 3, 2),  # every child of a surviving parent is noised, zeros too
+        (2, "city", 2, 2, 2),  # the children of a surviving parent are noised, zeros too,
+        # except an only child (city 2), which is its parent's released value
     ]
 
 
@@ -84,8 +85,9 @@ class _FakeNoise:
 def test_hand_checked_noisy_release(monkeypatch: pytest.MonkeyPatch) -> None:
     """Noise +1/-1 on the regions keeps them at 4 + 4 = 8; then the cities of region 0 get
     y = (3-2, 0+1) = (1, 1), projected to (2, 2) to sum to 4, and city 2 alone takes region
-    1's 4. City 1 (true 0) is released with 2: zero cells are noised like any other."""
-    fake = _FakeNoise([[1, -1], [-2, 1, 7]])
+    1's 4: an only child gets no noise and the optimiser sees its parent's value, not its true
+    count. City 1 (true 0) is released with 2: zero cells are noised like any other."""
+    fake = _FakeNoise([[1, -1], [-2, 1]])
     monkeypatch.setattr(_topdown, "draw_discrete_gaussian", fake)
     seen: list[tuple[list[int], list[int], list[int]]] = []
 
@@ -97,7 +99,7 @@ def test_hand_checked_noisy_release(monkeypatch: pytest.MonkeyPatch) -> None:
         SPEC, [TREE], _truth(LEAF), [0.0, 2.0, 3.0], 8, source=SeededSource(1), optimizer=recording
     )
     assert fake.sigmas == [2.0, 3.0]  # the root is not noised (sigma 0: bounded DP)
-    assert seen == [([4, 4], [8], [0]), ([1, 1, 12], [4, 4], [0, 2])]
+    assert seen == [([4, 4], [8], [0]), ([1, 1, 4], [4, 4], [0, 2])]
     assert _released(result) == {0: 2, 1: 2, 2: 4}
     assert [s.sigma for s in result.levels] == [0.0, 2.0, 3.0]
 
