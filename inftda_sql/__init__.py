@@ -10,6 +10,8 @@ The package is organised as the pipeline of a release:
   many parents -- ``_intopt.py``;
 * **releasing a table**: :func:`release` compiles the hierarchy into DuckDB SQL (``sql/``), runs the
   TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``;
+  its input and :class:`Domain` may be tables or parquet/CSV files, one geography serving every
+  chain -- ``core/domains.py``;
 * **managing budgets**: :func:`set_budget` stores a total budget per input table, :func:`ledger`
   shows releases, spent and remaining -- ``_budget.py``; :func:`plan` predicts per-level noise
   and error before touching data -- ``_planning.py``;
@@ -49,6 +51,7 @@ from ._publish import publish
 from ._release import Release, release
 from ._version import __version__
 from .core.accounting import Accounting, Budget
+from .core.domains import Domain
 from .core.intopt import intopt
 from .core.noise import sample_discrete_gaussian
 from .engines.duckdb.functions import register
@@ -59,6 +62,7 @@ __all__ = [
     "BudgetError",
     "BudgetExceededError",
     "ConcurrentWriteError",
+    "Domain",
     "DomainError",
     "InftdaError",
     "InputDataError",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,15 @@ import duckdb
 from ._errors import Func, SpecError
 from ._tables import Column, text_table
 from .core.accounting import Budget
-from .engines.duckdb.catalog import home_database, lookup, resolve, split_name
+from .engines.duckdb.catalog import (
+    file_spelling,
+    home_database,
+    is_file_key,
+    lookup,
+    resolve,
+    resolve_files,
+    split_name,
+)
 from .engines.duckdb.ledger import (
     BUDGET_TABLE,
     LIBRARY_TABLES,
@@ -42,7 +51,7 @@ from .engines.duckdb.ledger import (
 )
 from .engines.duckdb.write import atomic
 
-__all__ = ["Ledger", "budget_key", "budget_of", "ledger", "set_budget"]
+__all__ = ["Ledger", "budget_key", "budget_keys", "budget_of", "ledger", "set_budget"]
 
 
 def set_budget(
@@ -60,7 +69,9 @@ def set_budget(
     ``table`` is resolved in the catalog: ``"trips"``, ``"main.trips"`` and ``"TRIPS"`` are one
     table, and a view that reads exactly one table stands for that table. Every later release
     that reads the table (by any name, through views, relations or subqueries) is charged to
-    it, and refused when it would spend more than what remains.
+    it, and refused when it would spend more than what remains. A parquet or CSV file is named
+    by its path (``"od.parquet"``): the budget belongs to its resolved absolute path; a glob
+    stores the budget for each file it matches now.
 
     Example:
         >>> import duckdb
@@ -69,29 +80,41 @@ def set_budget(
         >>> round(set_budget(con, "trips", epsilon=2.0, delta=1e-8).rho, 4)
         0.0639
     """
-    key = budget_key(con, table)
+    keys = budget_keys(con, table)
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
     with atomic(con, "the budget change"):
         ensure_tables(con, BUDGET_TABLE)
         home = home_database(con)
-        stale = [
-            r.input_table
-            for r in read_budgets(con)
-            if key.lower() in (k.lower() for k in legacy_keys(con, r.input_table, home))
-        ]
-        delete_budgets(con, stale)  # the same table stored under another spelling before
-        upsert_budget(
-            con,
-            BudgetRecord(
-                input_table=key,
-                rho=budget.rho,
-                epsilon=budget.epsilon,
-                delta=budget.delta,
-                conversion=budget.conversion,
-                set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-            ),
-        )
+        for key in keys:
+            stale = [
+                r.input_table
+                for r in read_budgets(con)
+                if key.lower() in (k.lower() for k in legacy_keys(con, r.input_table, home))
+            ]
+            delete_budgets(con, stale)  # the same table stored under another spelling before
+            upsert_budget(
+                con,
+                BudgetRecord(
+                    input_table=key,
+                    rho=budget.rho,
+                    epsilon=budget.epsilon,
+                    delta=budget.delta,
+                    conversion=budget.conversion,
+                    set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                ),
+            )
     return budget
+
+
+def budget_keys(con: duckdb.DuckDBPyConnection, table: object) -> tuple[str, ...]:
+    """The base tables a budget of ``table`` belongs to, as the ledger keys them: one table
+    (see :func:`budget_key`), or the resolved paths of the files a path or glob names."""
+    path = file_spelling(table)
+    if path is not None:
+        return resolve_files(
+            path, role="the file of a budget", param="table", error=SpecError
+        ).files
+    return (budget_key(con, table),)
 
 
 def budget_key(con: duckdb.DuckDBPyConnection, table: object) -> str:
@@ -100,6 +123,14 @@ def budget_key(con: duckdb.DuckDBPyConnection, table: object) -> str:
     the ledger uses (``schema.table``)."""
     if not isinstance(table, str) or not table:
         raise SpecError(f"set_budget needs the input table's name, got {table!r}", param="table")
+    if file_spelling(table) is not None:
+        files = budget_keys(con, table)
+        if len(files) != 1:
+            raise SpecError(
+                f"{table!r} names {len(files)} files, each with its own budget; use budget_keys()",
+                param="table",
+            )
+        return files[0]
     last = table
     with contextlib.suppress(ValueError):
         last = split_name(table)[-1]
@@ -149,6 +180,14 @@ _LEDGER_COLUMNS = (
 )
 
 
+def _short_input(name: str) -> str:
+    """A ledger's input for the narrow column of the table: a file by its name (its full path
+    is in the lines below the table and in the ledger itself)."""
+    if is_file_key(name) and len(name) > 16:
+        return ".../" + os.path.basename(name)
+    return name
+
+
 @dataclass(frozen=True)
 class Ledger:
     """Releases made on a database and the budget spent and remaining per base table
@@ -164,7 +203,7 @@ class Ledger:
             (
                 str(r["release_id"]),
                 f"{r['created_at']:%Y-%m-%d %H:%M}",
-                r["input_table"],
+                _short_input(r["input_table"]),
                 r["output_table"],
                 r["mechanism"],
                 "-" if r["rho"] is None else f"{r['rho']:.4g}",

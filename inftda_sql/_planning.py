@@ -26,6 +26,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
+import textwrap
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,12 +40,14 @@ from ._request import normalise_domains
 from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account
 from .core.arrays import I64
+from .core.domains import unwrap
 from .core.rng import SeededSource
 from .core.spec import parse_hierarchy
 from .core.topdown import topdown
 from .core.tree import ChainTree, determined_levels
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import drop_temp, resolve_source
+from .engines.duckdb.domain import chain_source
 from .engines.duckdb.sql import rows
 
 __all__ = ["Plan", "PlanLevel", "plan"]
@@ -52,7 +55,12 @@ __all__ = ["Plan", "PlanLevel", "plan"]
 
 @dataclass(frozen=True)
 class PlanLevel:
-    """One level of a plan."""
+    """One level of a plan.
+
+    ``noise_bound`` is ``T_l``: with the plan's probability no node of any level draws noise
+    larger than its level's ``T_l``; ``bound`` adds them up as the module's derivation says
+    (``2 (T_1 + ... + T_l)``, plus ``T_0`` when the root is noised).
+    """
 
     name: str
     nodes: int
@@ -61,6 +69,7 @@ class PlanLevel:
     bound: float
     simulated: float | None
     simulated_worst: float | None
+    noise_bound: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -76,11 +85,13 @@ class Plan:
     split: tuple[float, ...]
     simulations: int
     simulated_total: int
+    root_noise_bound: float | None = None  # T_0 when the root is noised (unbounded DP, m > 1)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "budget": self.accounting.as_dict(),
             "beta": self.beta,
+            "root_noise_bound": self.root_noise_bound,
             "split": list(self.split),
             "simulations": self.simulations,
             "simulated_total": self.simulated_total,
@@ -122,11 +133,52 @@ class Plan:
             f"{self.accounting.privacy} DP; bound holds for all levels with probability "
             f">= {1 - self.beta:g}{sim}"
         )
-        return "\n".join([head, *text_table(self._HEADER, self._rows(), left=0)])
+        lines = [head, *text_table(self._HEADER, self._rows(), left=0)]
+        return "\n".join([*lines, "", *self.explanation()])
+
+    def explanation(self) -> list[str]:
+        """What the error bound guarantees, how it adds up, and why the simulation is smaller
+        (the lines under the table)."""
+        if not self.levels or not all(math.isfinite(lv.bound) for lv in self.levels):
+            return []
+        last = self.levels[-1]
+        terms = " + ".join(f"{lv.noise_bound:,.0f}" for lv in self.levels)
+        root = "" if self.root_noise_bound is None else f"{self.root_noise_bound:,.0f} + "
+        n_levels = len(self.levels) + (self.root_noise_bound is not None)
+        text = [
+            f"error bound: a guarantee. With probability >= {1 - self.beta:g}, for any data and "
+            "any tree of this shape, no node of any level is off by more than this. On each "
+            f"level the noise is at most T ({last.name}: sigma {last.sigma:.3g} over "
+            f"{last.nodes:,} nodes gives T = {last.noise_bound:,.0f}, a union bound over every "
+            f"node of the {n_levels} noised levels); IntOpt may move a child by its parent's "
+            "error plus twice T, and in the worst case a parent's whole error reaches one "
+            f"child, so the bound adds up from the root down: {last.bound:,.0f} = {root}2 x "
+            f"({terms})."
+        ]
+        if self.simulations:
+            text.append(
+                "simulated max error: what happened. The largest error at that level in a "
+                "release of synthetic data on one random tree of this shape "
+                f"({self.simulated_total:,} records), median (worst) of {self.simulations} "
+                "runs. It is smaller because a parent's error is spread over its children "
+                "instead of reaching one of them whole, and one run's noise rarely reaches the "
+                f"beta = {self.beta:g} tail on every level at once."
+            )
+        return [line for paragraph in text for line in textwrap.wrap(paragraph, width=100)]
 
     def _repr_html_(self) -> str:
         summary = html.escape(str(self).splitlines()[0])
-        return html_table(self._HEADER, self._rows(), before=f"<p>{summary}</p>")
+        notes = "".join(f"<p>{html.escape(p)}</p>" for p in self._paragraphs())
+        return html_table(self._HEADER, self._rows(), before=f"<p>{summary}</p>") + notes
+
+    def _paragraphs(self) -> list[str]:
+        paragraphs: list[str] = []
+        for line in self.explanation():
+            if line.startswith(("error bound:", "simulated max error:")) or not paragraphs:
+                paragraphs.append(line)
+            else:
+                paragraphs[-1] += " " + line
+        return paragraphs
 
 
 def _domain_shape(
@@ -138,13 +190,15 @@ def _domain_shape(
     sizes: list[list[int]] = []
     for c, chain in enumerate(spec.chains):
         role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
-        src = resolve_source(
-            con, domains[c], role=role, temp_name=f"{prefix}{c}", error=DomainError
-        )
+        given, columns = unwrap(domains[c])
+        src = resolve_source(con, given, role=role, temp_name=f"{prefix}{c}", error=DomainError)
         try:
+            shared = sum(d is domains[c] for d in domains)
+            chain_src = chain_source(src, chain, columns, role=role, shared=shared)
             for col in chain:
-                src.column(col, f"hierarchy column of the {role}", DomainError)
-            counts = rows(con, _compile.node_counts([src.column(x, "") for x in chain], src.sql))
+                chain_src.column(col, f"hierarchy column of the {role}", DomainError)
+            names = [chain_src.column(x, "") for x in chain]
+            counts = rows(con, _compile.node_counts(names, chain_src.sql))
         finally:
             drop_temp(con, src)
         sizes.append([1, *(int(n) for n in counts[0])])
@@ -327,9 +381,10 @@ def plan(
 
     Args:
         shape: number of nodes at each level below the root, coarse to fine (e.g.
-            ``[20, 107, 7900]``), read as one chain. Or give ``con``, ``hierarchy``, ``domain``
-            (and ``tree``) as for :func:`release`: the shape is then read from the public
-            domain.
+            ``[20, 107, 7900]``), read as one chain. Or give ``hierarchy``, ``domain`` (and
+            ``tree``) as for :func:`release`, with ``con`` when the domain is a table of a
+            database (a file path or declared values need none): the shape is then read from
+            the public domain.
         rho, epsilon, delta, conversion, privacy, contribution, distinct: as for release().
         split: per-level weights of rho, or ``"optimal"`` to choose the weights minimising the
             largest error bound among ``target_levels`` (all levels when not given); the other
@@ -352,14 +407,19 @@ def plan(
             "pass shape= or con= with ", Arg("hierarchy"), " and ", Arg("domain"), ", not both"
         )
     if shape is None:
-        if con is None or hierarchy is None or domain is None:
+        if hierarchy is None or domain is None:
             raise SpecError(
-                "plan needs shape=[nodes per level] or con=, ",
+                "plan needs shape=[nodes per level] or ",
                 Arg("hierarchy"),
                 " and ",
                 Arg("domain"),
+                " (with con= when the domain is a table of a database)",
             )
-        names, nodes, determined = _domain_shape(con, hierarchy, domain, tree)
+        if con is None:  # a domain in files or declared values: read in memory
+            with duckdb.connect() as memory:
+                names, nodes, determined = _domain_shape(memory, hierarchy, domain, tree)
+        else:
+            names, nodes, determined = _domain_shape(con, hierarchy, domain, tree)
     else:
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence) or not shape:
             raise SpecError(
@@ -414,6 +474,7 @@ def plan(
     acct = accounting(weights)
     sig = np.array(acct.level_sigma)
     bounds = _bounds(sig, tfac, root_noised)
+    noise = sig * tfac  # T_l: the largest noise of each level, jointly w.p. 1 - beta
     sim_med = sim_max = None
     if simulations:
         med, worst = _simulate(nodes, list(acct.level_sigma), total, simulations, seed)
@@ -428,6 +489,7 @@ def plan(
             bound=float(bounds[i + off]),
             simulated=None if sim_med is None else float(sim_med[i]),
             simulated_worst=None if sim_max is None else float(sim_max[i]),
+            noise_bound=float(noise[i + off]),
         )
         for i in range(len(nodes))
     )
@@ -439,6 +501,7 @@ def plan(
         split=tuple(r / total_w for r in acct.level_rho),
         simulations=simulations,
         simulated_total=total if simulations else 0,
+        root_noise_bound=float(noise[0]) if root_noised else None,
     )
 
 

@@ -21,7 +21,16 @@ from ._compat import COMPATIBLE_STORAGE_VERSION, parse_storage_version
 from ._errors import Arg, InftdaError, OutputExistsError, SpecError
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
-from .engines.duckdb.catalog import TableRef, home_database, lookup, resolve, split_name
+from .engines.duckdb.catalog import (
+    TableRef,
+    file_spelling,
+    file_stem,
+    home_database,
+    lookup,
+    resolve,
+    resolve_files,
+    split_name,
+)
 from .engines.duckdb.ledger import (
     ReleaseRecord,
     charges,
@@ -56,7 +65,10 @@ def publish(
         path: the file to create.
         public_tables: tables that are public already (the geography, the domain) to copy
             along, so that the shared file joins on its own. Resolved in the catalog; a table
-            that is, or reads, a table any release read or any budget guards is refused.
+            that is, or reads, a table any release read or any budget guards is refused. A
+            parquet or CSV file named by its path is copied as a table named after the file
+            (``geo.parquet`` -> ``geo``), refused likewise when a release read it or a budget
+            guards it.
         storage_version: storage format of the new file (``"v1.0.0"``: readable by DuckDB 1.x
             clients such as DBeaver's driver; ``"latest"`` for this DuckDB's own); checked to be
             a version before it reaches the ``ATTACH`` statement.
@@ -96,8 +108,8 @@ def publish(
     try:
         in_copy = f"{ident(_ALIAS)}.main."
         run(con, _compile.copy_table(in_copy + ident(ref.name), ref.sql))
-        for t in public:
-            run(con, _compile.copy_table(in_copy + ident(t.name), t.sql))
+        for name, source_sql in public:
+            run(con, _compile.copy_table(in_copy + ident(name), source_sql))
         run(con, _compile.use(_ALIAS))
         try:
             if view:
@@ -155,9 +167,10 @@ def _storage_version(storage_version: object) -> str | None:
 
 def _public_tables(
     con: duckdb.DuckDBPyConnection, names: object, output: TableRef
-) -> list[TableRef]:
-    """The public tables to copy, resolved; refused when one is, or reads, a table any release
-    read or any budget guards (the private inputs), or a name the library owns."""
+) -> list[tuple[str, str]]:
+    """The public tables to copy, resolved, as (name in the shared file, SQL reading it);
+    refused when one is, or reads, a table or file any release read or any budget guards (the
+    private inputs), or a name the library owns."""
     if isinstance(names, str) or not isinstance(names, Sequence):
         raise SpecError(
             f"public_tables must be a list of table names, got {names!r}", param="public_tables"
@@ -165,8 +178,22 @@ def _public_tables(
     home = home_database(con)
     private = {key.lower() for charge in charges(con) for key in charge.keys}
     private |= set(stored_budgets(con))
-    out: list[TableRef] = []
+    out: list[tuple[str, str]] = []
     for name in names:
+        path = file_spelling(name)
+        if path is not None:
+            files = resolve_files(path, role="public table", param="public_tables", error=SpecError)
+            hit = [f for f in files.files if f.lower() in private]
+            if hit:
+                raise InftdaError(
+                    f"{name!r} is {hit[0]}, a private input of a release (or a file with a "
+                    "budget); it cannot be published. Name only public data (the geography, "
+                    "the domain) in ",
+                    Arg("public_tables"),
+                    param="public_tables",
+                )
+            _add_public(out, file_stem(path), _compile.read_files(files.format, files.files))
+            continue
         found = lookup(con, name, param="public_tables", role="public table")
         if found is None:
             raise SpecError(
@@ -191,13 +218,25 @@ def _public_tables(
                 Arg("public_tables"),
                 param="public_tables",
             )
-        if any(t.name.lower() == ref.name.lower() for t in out):
+        _add_public(out, ref.name, ref.sql)
+    for n, _ in out:
+        if n.lower() == output.name.lower():
             raise SpecError(
-                f"two public tables are named {ref.name!r}; the shared file holds one of them",
+                f"public table {n!r} would take the name of the released table in the shared "
+                "file; rename one of them",
                 param="public_tables",
             )
-        out.append(ref)
     return out
+
+
+def _add_public(out: list[tuple[str, str]], name: str, source_sql: str) -> None:
+    if any(n.lower() == name.lower() for n, _ in out) or is_library_name(name):
+        raise SpecError(
+            f"two public tables would be named {name!r} in the shared file (or it is a name "
+            "publish() writes itself); it holds one table of each name",
+            param="public_tables",
+        )
+    out.append((name, source_sql))
 
 
 def _hierarchy_args(text: str) -> tuple[list[list[str]], str]:

@@ -288,14 +288,20 @@ def release(
         non_private = request.non_private_reasons(budget_note)
         with stages("write"):
             record = _record(
-                request, accounting, engine.domain_description, result, scan, non_private
+                request,
+                accounting,
+                engine.input_description,
+                engine.domain_description,
+                result,
+                scan,
+                non_private,
             )
             record = engine.write(result, record)
     return Release(
         output=request.output,
         levels_view=request.levels_view,
         release_id=record.release_id,
-        input=request.input_description,
+        input=record.input_table,
         spec=request.spec,
         mechanism=request.mechanism.name,
         accounting=accounting,
@@ -343,6 +349,7 @@ def record_parameters(request: ReleaseRequest, accounting: Accounting) -> dict[s
 def _record(
     request: ReleaseRequest,
     acct: Accounting,
+    input_table: str,
     domain_source: str,
     result: TopDownResult,
     scan: Scan,
@@ -353,7 +360,7 @@ def _record(
     return ReleaseRecord(
         release_id=0,
         created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        input_table=request.input_description,
+        input_table=input_table,
         output_table=request.output,
         hierarchy=json.dumps(request.spec.as_dict()),
         tree=request.spec.tree,

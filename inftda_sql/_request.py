@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from ._errors import Arg, DomainError, Part, SpecError, Spelling
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
+from .core.domains import Domain
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
 from .core.tree import ChainTree
-from .engines.duckdb.catalog import split_name
+from .engines.duckdb.catalog import file_spelling, file_stem, split_name
 from .mechanisms import Mechanism
 from .mechanisms import get as get_mechanism
 
@@ -51,23 +52,47 @@ def check_int(name: str, value: object, minimum: int) -> int:
 
 
 def normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
-    """One domain per chain: a single domain for one chain, a list of them for several."""
+    """One domain per chain: a list with one entry per chain, or ONE domain that serves every
+    chain (the same object in every entry; each chain then reads the columns that match it,
+    see :mod:`inftda_sql.core.domains`). The explicit column mapping of a :class:`Domain` may
+    only name hierarchy columns.
+
+    Example:
+        >>> spec = parse_hierarchy([["o_region", "o_lad"], ["d_region", "d_lad"]])
+        >>> normalise_domains("geo.parquet", spec)
+        ['geo.parquet', 'geo.parquet']
+    """
     n = len(spec.chains)
     if n == 1:
-        if isinstance(domain, (list, tuple)) and len(domain) == 1:
-            return list(domain)
-        return [domain]
-    if not isinstance(domain, (list, tuple)) or len(domain) != n:
-        raise DomainError(
-            f"the hierarchy has {n} chains, so ",
-            Spelling(
-                python=f"domain must be a list of {n} domains",
-                cli=(Arg("domain"), f" must be given {n} times"),
-            ),
-            f" (one per chain, columns named as the chain), got {domain!r}",
-            param="domain",
+        domains = (
+            list(domain) if isinstance(domain, (list, tuple)) and len(domain) == 1 else [domain]
         )
-    return list(domain)
+    elif isinstance(domain, (list, tuple)):
+        if len(domain) != n:
+            raise DomainError(
+                f"the hierarchy has {n} chains, so ",
+                Spelling(
+                    python=f"domain must be one domain or a list of {n}",
+                    cli=(Arg("domain"), f" must be given once or {n} times"),
+                ),
+                f" (one per chain), got {len(domain)}: {domain!r}",
+                param="domain",
+            )
+        domains = list(domain)
+    else:
+        domains = [domain] * n
+    columns = {c.lower() for c in spec.columns}
+    for d in domains:
+        if isinstance(d, Domain):
+            unknown = [c for c in d.columns if c.lower() not in columns]
+            if unknown:
+                raise DomainError(
+                    f"the Domain's column mapping names {', '.join(map(repr, unknown))}, not a "
+                    f"hierarchy column; it maps chain columns ({', '.join(spec.columns)}) to "
+                    "columns of the domain",
+                    param="domain",
+                )
+    return domains
 
 
 @dataclass(frozen=True)
@@ -100,12 +125,16 @@ class ReleaseRequest:
 
     @property
     def input_name(self) -> str | None:
-        """The input's name as given, or None for a relation."""
+        """The input's name (or file path) as given, or None for a relation."""
+        path = file_spelling(self.table)
+        if path is not None:
+            return path
         return self.table if isinstance(self.table, str) else None
 
     @property
     def input_description(self) -> str:
-        return self.table if isinstance(self.table, str) else "<relation>"
+        name = self.input_name
+        return "<relation>" if name is None else name
 
     @classmethod
     def from_args(
@@ -160,11 +189,15 @@ class ReleaseRequest:
                 param="domain",
             )
         if output is None:
-            if not isinstance(table, str):
+            path = file_spelling(table)
+            if path is not None:
+                output = f"{file_stem(path)}_private"  # od.parquet -> od_private
+            elif isinstance(table, str):
+                output = f"{table}_private"
+            else:
                 raise SpecError(
                     Arg("output"), " is required when the input is a relation", param="output"
                 )
-            output = f"{table}_private"
         if not isinstance(output, str) or not _is_name(output):
             raise SpecError(
                 f"output must be a table name (table, schema.table or database.schema.table), "

@@ -61,3 +61,6 @@ SELECT tags FROM duckdb_databases() WHERE database_name = coalesce($$db, current
 
 -- name: current_database
 SELECT current_database()
+
+-- name: read_files
+$reader([$files])

@@ -9,3 +9,6 @@ ORDER BY ALL
 -- name: node_counts
 -- the number of nodes of every depth of a chain's domain (plan())
 SELECT $counts FROM $domain
+
+-- name: chain_columns
+SELECT $cols FROM $domain

@@ -24,9 +24,10 @@ from .._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from .._errors import InftdaError
 from .._release import release
 from .._version import __version__
+from ..engines.duckdb.catalog import file_spelling
 from ..engines.duckdb.ledger import read_releases
 from . import console
-from .parse import UsageError, chains, plan_options, release_options
+from .parse import UsageError, chains, plan_domain, plan_options, release_options
 
 __all__ = [
     "COMMANDS",
@@ -192,16 +193,34 @@ Then: inftda-sql evaluate {db} trips trips_private --plot errors.png --zoom zoom
 
 
 def release_(args: argparse.Namespace) -> int:
-    """Release a table of a database file, with the options of flags and a TOML config."""
+    """Release a table of a database file (or a parquet/CSV file into one), with the options
+    of flags and a TOML config.
+
+    A file input needs no database yet: a missing ``db`` is created (in the storage format
+    DuckDB 1.x clients open, unless ``--storage-version`` says otherwise), and removed again
+    when the release fails, so a mistyped command leaves no empty file behind.
+    """
     options = release_options(args)
-    con = _open(args.db, storage=args.storage_version)
+    db = Path(args.db)
+    create = file_spelling(args.table) is not None and not db.exists()
+    if create:
+        con = connect(db, storage_version=args.storage_version or COMPATIBLE_STORAGE_VERSION)
+    else:
+        con = _open(args.db, storage=args.storage_version)
+    done = False
     try:
         names = console.level_names(options["hierarchy"], options.get("tree"))
         with console.Progress(names, enabled=not args.quiet) as progress:
             r = release(con, args.table, progress=progress, **options)
         note = _storage_note(con, args.db)
+        done = True
     finally:
         con.close()
+        if create and not done:
+            db.unlink(missing_ok=True)
+            Path(f"{db}.wal").unlink(missing_ok=True)
+    if create:
+        print(f"created {db}")
     print(r)
     if note:
         print(note)
@@ -302,7 +321,7 @@ def ledger(args: argparse.Namespace) -> int:
 def budget(args: argparse.Namespace) -> int:
     """Store the total budget of an input table."""
     with _installed("budget"):
-        from .._budget import budget_key, set_budget
+        from .._budget import budget_keys, set_budget
         from .._budget import ledger as read_ledger
     con = _open(args.db)
     try:
@@ -314,18 +333,22 @@ def budget(args: argparse.Namespace) -> int:
             delta=args.delta,
             conversion=args.conversion or "tight",
         )
-        key = budget_key(con, args.table).lower()
-        entry = next((i for i in read_ledger(con).inputs if i["input_table"].lower() == key), None)
+        keys = [k.lower() for k in budget_keys(con, args.table)]
+        inputs = {i["input_table"].lower(): i for i in read_ledger(con).inputs}
     finally:
         con.close()
     print(
         f"budget of {args.table!r}: rho={stored.rho:.6g} ~ (epsilon={stored.epsilon:.4g}, "
         f"delta={stored.delta:.3g}) [{stored.conversion} conversion]"
     )
-    if entry is not None:
+    for key in keys:
+        entry = inputs.get(key)
+        if entry is None:
+            continue
+        where = f" of {entry['input_table']}" if len(keys) > 1 else ""
         print(
-            f"spent so far: rho={entry['spent_rho']:.6g} in {entry['releases']} release(s); "
-            f"remaining rho={entry['remaining_rho']:.6g}"
+            f"spent so far{where}: rho={entry['spent_rho']:.6g} in {entry['releases']} "
+            f"release(s); remaining rho={entry['remaining_rho']:.6g}"
         )
     return 0
 
@@ -365,15 +388,16 @@ def plan(args: argparse.Namespace) -> int:
     with _installed("plan"):
         from .._planning import plan as make_plan
     kw = plan_options(args)
-    if args.db is None:
+    if args.levels is not None:
         result = make_plan(args.levels, **kw)
     else:
-        con = _open(args.db, read_only=True)  # only the public domain is read
+        # only the public domain is read: from the database file, or from files in memory
+        con = duckdb.connect() if args.db is None else _open(args.db, read_only=True)
         try:
             result = make_plan(
                 con=con,
                 hierarchy=chains(args.hierarchy),
-                domain=args.domain[0] if len(args.domain) == 1 else args.domain,
+                domain=plan_domain(args),
                 tree=args.tree,
                 **kw,
             )

@@ -15,14 +15,18 @@ from typing import Any
 from .._compat import COMPATIBLE_STORAGE_VERSION
 from .._errors import SpecError
 from .._version import __version__
+from ..core.domains import Domain
 from ..core.spec import TREE_KINDS
 from ..mechanisms import REGISTRY
 
 __all__ = [
+    "CONFIG_ONLY_KEYS",
     "RELEASE_KEYS",
     "UsageError",
     "build_parser",
     "chains",
+    "column_pairs",
+    "plan_domain",
     "plan_options",
     "read_config",
     "release_options",
@@ -51,6 +55,36 @@ def chains(values: list[str]) -> list[list[str]] | list[str]:
     """
     found = [[c.strip() for c in v.split(",") if c.strip()] for v in values]
     return found[0] if len(found) == 1 else found
+
+
+def column_pairs(text: str) -> dict[str, str]:
+    """``--domain-columns`` values: ``chain_column=domain_column`` pairs, comma-separated.
+
+    Example:
+        >>> column_pairs("o_region=region, o_lad=lad")
+        {'o_region': 'region', 'o_lad': 'lad'}
+    """
+    pairs: dict[str, str] = {}
+    for item in (x.strip() for x in text.split(",")):
+        name, sep, column = item.partition("=")
+        if not item:
+            continue
+        if not sep or not name.strip() or not column.strip():
+            raise argparse.ArgumentTypeError(
+                f"expected chain_column=domain_column pairs, comma-separated (e.g. "
+                f"o_region=region,o_lad=lad), got {item!r}"
+            )
+        pairs[name.strip()] = column.strip()
+    return pairs
+
+
+def _with_columns(domain: Any, columns: dict[str, str]) -> Any:
+    """The domain option with an explicit column mapping: every domain given reads it."""
+    if not columns:
+        return domain
+    if isinstance(domain, list):
+        return [Domain(d, columns=columns) for d in domain]
+    return Domain(domain, columns=columns)
 
 
 def _split(text: str) -> list[float] | str:
@@ -85,6 +119,8 @@ RELEASE_KEYS = frozenset({
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
     "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
 })  # fmt: skip
+#: keys of a release config that are no keyword of release(): the file's own spelling of flags
+CONFIG_ONLY_KEYS = frozenset({"domain_columns"})
 _BUDGET_FLAGS = ("rho", "epsilon", "delta", "conversion", "privacy", "contribution", "split")
 
 
@@ -96,11 +132,17 @@ def read_config(path: str) -> dict[str, Any]:
         raise SpecError(f"cannot read config {path!r}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"config {path!r} is not valid TOML: {exc}") from None
-    unknown = set(options) - RELEASE_KEYS
+    unknown = set(options) - RELEASE_KEYS - CONFIG_ONLY_KEYS
     if unknown:
         raise SpecError(
             f"unknown key(s) in {path!r}: {', '.join(sorted(unknown))}; "
-            f"allowed: {', '.join(sorted(RELEASE_KEYS))}"
+            f"allowed: {', '.join(sorted(RELEASE_KEYS | CONFIG_ONLY_KEYS))}"
+        )
+    columns = options.get("domain_columns", {})
+    if not isinstance(columns, dict) or not all(isinstance(v, str) for v in columns.values()):
+        raise SpecError(
+            f'domain_columns in {path!r} must be a table of chain column = "domain column" '
+            f'(e.g. domain_columns = {{ o_region = "region" }}), got {columns!r}'
         )
     return options
 
@@ -108,10 +150,17 @@ def read_config(path: str) -> dict[str, Any]:
 def release_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of release(): the config file's, overridden by the flags given."""
     options: dict[str, Any] = read_config(args.config) if args.config else {}
+    columns: dict[str, str] = dict(options.pop("domain_columns", {}))
+    for pairs in args.domain_columns or ():
+        columns.update(pairs)
     if args.hierarchy:
         options["hierarchy"] = chains(args.hierarchy)
     if args.domain:
         options["domain"] = args.domain[0] if len(args.domain) == 1 else args.domain
+    if columns:
+        if "domain" not in options:
+            raise UsageError("inftda-sql release: --domain-columns goes with --domain")
+        options["domain"] = _with_columns(options["domain"], columns)
     for key in (
         *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit"
     ):  # fmt: skip
@@ -150,25 +199,31 @@ def plan_options(args: argparse.Namespace) -> dict[str, Any]:
         targets = [t.strip() for arg in args.target_levels for t in arg.split(",") if t.strip()]
         kw["target_levels"] = [int(t) if t.isdigit() else t for t in targets]
         kw.setdefault("split", "optimal")  # target levels only mean something to that split
-    if args.db is None:
-        if args.levels is None:
+    if args.levels is not None:
+        if args.db is not None or args.hierarchy or args.domain or args.tree:
             raise UsageError(
-                "inftda-sql plan: give --levels (nodes per level, e.g. --levels 20,107,7900) "
-                "or a database with --hierarchy and --domain"
+                "inftda-sql plan: give --levels, or --hierarchy and --domain (a table of a "
+                "database file, or a parquet/CSV file), not both"
             )
-        if args.hierarchy or args.domain or args.tree:
-            raise UsageError(
-                "inftda-sql plan: --hierarchy, --domain and --tree need a database file"
-            )
-    else:
-        if args.levels is not None:
-            raise UsageError("inftda-sql plan: give --levels or a database, not both")
-        if not args.hierarchy or not args.domain:
-            raise UsageError(
-                "inftda-sql plan: with a database, --hierarchy and --domain are required "
-                "(e.g. plan demo.duckdb --hierarchy region,province,municipality --domain geo)"
-            )
+    elif not args.hierarchy or not args.domain:
+        raise UsageError(
+            "inftda-sql plan: give --levels (nodes per level, e.g. --levels 20,107,7900), or "
+            "--hierarchy and --domain (e.g. plan demo.duckdb --hierarchy "
+            "region,province,municipality --domain geo, or plan --hierarchy region,lad "
+            "--domain geo.parquet)"
+        )
+    if args.domain_columns and not args.domain:
+        raise UsageError("inftda-sql plan: --domain-columns goes with --domain")
     return kw
+
+
+def plan_domain(args: argparse.Namespace) -> Any:
+    """The ``domain=`` of plan() from ``--domain`` and ``--domain-columns``."""
+    domain: Any = args.domain[0] if len(args.domain) == 1 else list(args.domain)
+    columns: dict[str, str] = {}
+    for pairs in args.domain_columns or ():
+        columns.update(pairs)
+    return _with_columns(domain, columns)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -209,6 +264,23 @@ def _add_hierarchy(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
     p.add_argument("--tree", choices=list(TREE_KINDS), help="how several chains are refined")
 
 
+def _add_domain(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--domain",
+        action="append",
+        help="public domain: a table or a parquet/CSV file; once for every chain (columns "
+        "matched by name or a common prefix such as o_/d_), or once per chain",
+    )
+    p.add_argument(
+        "--domain-columns",
+        action="append",
+        type=column_pairs,
+        metavar="CHAIN_COL=DOMAIN_COL,...",
+        help="which domain column each chain column reads, when the names differ otherwise "
+        "(e.g. home_region=region,home_lad=lad)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``inftda-sql`` parser; the chosen command is ``args.command``."""
     p = _Parser(
@@ -239,12 +311,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    r = sub.add_parser("release", help="release a table of a DuckDB file")
-    r.add_argument("db", help="DuckDB database file")
-    r.add_argument("table", help="input table or view")
+    r = sub.add_parser("release", help="release a table (or a parquet/CSV file) into a DuckDB file")
+    r.add_argument(
+        "db", help="DuckDB database file (created when the input is a file and it does not exist)"
+    )
+    r.add_argument(
+        "table",
+        help="input table or view, or a parquet/CSV file (path or glob; charged to its "
+        "resolved path)",
+    )
     r.add_argument("--config", help="TOML file with release options (flags override it)")
     _add_hierarchy(r)
-    r.add_argument("--domain", action="append", help="public domain table; one per chain")
+    _add_domain(r)
     _add_budget(r, privacy_unit=True)
     r.add_argument("--count", help="count column of a pre-aggregated input")
     r.add_argument("--output", help="output table (default <table>_private)")
@@ -299,7 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument(
         "--public-table",
         action="append",
-        help="a public table to copy along (e.g. the geography); repeat for more",
+        help="a public table, or a parquet/CSV file, to copy along (e.g. the geography); "
+        "repeat for more",
     )
     pb.add_argument(
         "--storage-version",
@@ -316,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("budget", help="store the total privacy budget of an input table")
     b.add_argument("db", help="DuckDB database file")
-    b.add_argument("table", help="input table whose releases the budget caps")
+    b.add_argument("table", help="input table (or parquet/CSV file) whose releases the budget caps")
     b.add_argument("--rho", type=float, help="zCDP budget (or --epsilon with --delta)")
     b.add_argument("--epsilon", type=float)
     b.add_argument("--delta", type=float)
@@ -341,15 +420,17 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser(
         "plan",
         help="noise and expected max error per level, before touching any data",
-        description="Either --levels (nodes per level) or a database file with --hierarchy and "
-        "--domain (only the public domain is read).",
+        description="Either --levels (nodes per level), or --hierarchy and --domain: a table of "
+        "the database file given, or a parquet/CSV file (only the public domain is read).",
     )
-    pl.add_argument("db", nargs="?", help="DuckDB file holding the public domain (optional)")
+    pl.add_argument(
+        "db", nargs="?", help="DuckDB file holding the public domain (none for a file domain)"
+    )
     pl.add_argument(
         "--levels", type=_counts, help="nodes per level below the root, e.g. 20,107,7900"
     )
     _add_hierarchy(pl)
-    pl.add_argument("--domain", action="append", help="public domain table; one per chain")
+    _add_domain(pl)
     _add_budget(pl)
     pl.add_argument(
         "--target-levels",

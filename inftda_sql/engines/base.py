@@ -41,6 +41,11 @@ class Engine(Protocol):
         """Where the public domain came from, for the ledger."""
         ...
 
+    @property
+    def input_description(self) -> str:
+        """The input as the ledger names it (a file by its resolved path)."""
+        ...
+
     def prepare(self) -> str | None:
         """Resolve the input, the domain and the output in the catalog; refuse an output that
         would destroy what the release reads; check the budget of every base table the input

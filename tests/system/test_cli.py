@@ -99,7 +99,7 @@ def test_help_version_and_module_entry_point(capsys: pytest.CaptureFixture[str])
         (["plan", "--levels", "20,x"], "node counts per level"),
         (["plan", "--levels", "20,0", "--rho", "1"], "positive integers"),
         (["plan", "--levels", "20", "--split", "a,b", "--rho", "1"], "or 'optimal'"),
-        (["plan", "--levels", "20", "--tree", "origin", "--rho", "1"], "need a database file"),
+        (["plan", "--levels", "20", "--tree", "origin", "--rho", "1"], "not both"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(

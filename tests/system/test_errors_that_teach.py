@@ -186,9 +186,15 @@ MISTAKES = [
         ),
         "release {db} od --hierarchy o_reg,o_mun --hierarchy d_reg,d_prov,d_mun --domain geo_o --count n --rho 1",
         inftda_sql.DomainError,
-        ["the hierarchy has 2 chains", "got 'geo_o'"],
-        ["domain must be a list of 2 domains"],
-        ["--domain must be given 2 times"],
+        [
+            "domain of chain 2 (table 'geo_o', one domain for 2 chains) has no columns for "
+            "d_reg, d_prov, d_mun: its columns are o_reg, o_mun",
+        ],
+        [
+            "Domain(..., columns={'d_reg': '...', 'd_prov': '...', 'd_mun': '...'})",
+            "domain=[...] with 2 entries",
+        ],
+        ["--domain-columns d_reg=...,d_prov=...,d_mun=...", "(--domain 2 times)"],
     ),
     Mistake(
         "a count column that is text",

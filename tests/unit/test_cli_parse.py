@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import inftda_sql
+from inftda_sql import Domain
 from inftda_sql._errors import SpecError
 from inftda_sql.cli import commands, parse
 from inftda_sql.cli.parse import UsageError, build_parser
@@ -94,11 +95,40 @@ def test_plan_options() -> None:
     for argv, message in [
         (("plan", "--rho", "1"), "give --levels"),
         (("plan", "db", "--levels", "2", "--rho", "1"), "not both"),
-        (("plan", "db", "--hierarchy", "a", "--rho", "1"), "--hierarchy and --domain are required"),
-        (("plan", "--levels", "2", "--domain", "g"), "need a database file"),
+        (("plan", "db", "--hierarchy", "a", "--rho", "1"), "or --hierarchy and --domain"),
+        (("plan", "--levels", "2", "--domain", "g"), "not both"),
+        (("plan", "--hierarchy", "a", "--rho", "1"), "or --hierarchy and --domain"),
     ]:
         with pytest.raises(UsageError, match=message):
             parse.plan_options(_args(*argv))
+    # a domain in a file needs no database; --domain-columns maps its columns
+    args = _args(
+        "plan", "--hierarchy", "o_r,o_c", "--domain", "geo.parquet", "--rho", "1",
+        "--domain-columns", "o_r=region", "--domain-columns", "o_c=city",
+    )  # fmt: skip
+    parse.plan_options(args)
+    domain = parse.plan_domain(args)
+    assert domain == Domain("geo.parquet", columns={"o_r": "region", "o_c": "city"})
+
+
+def test_domain_columns_wrap_every_domain() -> None:
+    args = _args(
+        "release", "db", "od.parquet", "--hierarchy", "o_r,o_c", "--hierarchy", "d_r,d_c",
+        "--domain", "geo_o", "--domain", "geo_d", "--domain-columns", "o_r=r,o_c=c,d_r=r,d_c=c",
+        "--rho", "1",
+    )  # fmt: skip
+    mapping = {"o_r": "r", "o_c": "c", "d_r": "r", "d_c": "c"}
+    assert parse.release_options(args)["domain"] == [
+        Domain("geo_o", columns=mapping),
+        Domain("geo_d", columns=mapping),
+    ]
+    for bad in ("o_r", "o_r=", "=r"):
+        with pytest.raises(UsageError, match="chain_column=domain_column"):
+            parse.build_parser().parse_args(["release", "db", "t", "--domain-columns", bad])
+    with pytest.raises(UsageError, match="--domain-columns goes with --domain"):
+        parse.release_options(
+            _args("release", "db", "t", "--hierarchy", "a", "--domain-columns", "a=b")
+        )
 
 
 def test_chains() -> None:

@@ -65,6 +65,7 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
     wanted = {name for name in vars(Engine) if not name.startswith("_")}
     assert wanted == {
         "domain_description",
+        "input_description",
         "prepare",
         "resolve",
         "code_domains",

@@ -144,6 +144,27 @@ def test_golden_domain_paths(world: duckdb.DuckDBPyConnection, golden: Golden) -
     assert _rows(world, cast) == [("X", "x1"), ("X", "x2"), ("Y", "y1")]
 
 
+def test_golden_chain_columns(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    """One geography read as each chain: its columns renamed in a subquery (nothing created)."""
+    world.execute(
+        "CREATE TABLE geography AS SELECT * FROM (VALUES ('A', 'a1', 'Alpha'), ('B', 'b1', "
+        "'Beta')) g(reg, mun, name)"
+    ).fetchall()
+    origin = _compile.chain_columns({"o_reg": "reg", "o_mun": "mun"}, '"geography"')
+    golden(
+        "chain_columns.sql",
+        _text(("chain_columns({'o_reg': 'reg', 'o_mun': 'mun'}, '\"geography\"')", origin)),
+    )
+    assert _rows(world, f"SELECT * FROM {origin} ORDER BY ALL") == [("A", "a1"), ("B", "b1")]
+    assert [r[0] for r in _rows(world, _compile.describe(origin))] == ["o_reg", "o_mun"]
+    paths = _compile.domain_paths(ORIGIN, origin, ["VARCHAR", "VARCHAR"])
+    assert _rows(world, paths) == [("A", "a1"), ("B", "b1")]
+    tables = "SELECT count(*) FROM duckdb_tables() UNION ALL SELECT count(*) FROM duckdb_views()"
+    before = _rows(world, tables)
+    _rows(world, paths)
+    assert _rows(world, tables) == before
+
+
 def test_golden_nesting_check(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.nesting_check("__inftda_g_codes_0_nesting", "o_reg", "o_mun")
     golden("nesting_check.sql", _text(("nesting_check(codes, 'o_reg', 'o_mun')", sql)))
@@ -624,6 +645,26 @@ def test_golden_string_literal(con: duckdb.DuckDBPyConnection, golden: Golden) -
         _text(("string_literal('out.duckdb')", plain), ('string_literal("it\'s; --")', quoted)),
     )
     assert _rows(con, f"SELECT {plain}, {quoted}") == [("out.duckdb", "it's; --")]
+
+
+def test_golden_read_files(con: duckdb.DuckDBPyConnection, golden: Golden, tmp_path: Path) -> None:
+    fixed = _compile.read_files("parquet", ["/data/od 1.parquet", "/data/it's.parquet"])
+    csv = _compile.read_files("csv", ["/data/geo.csv"])
+    golden(
+        "read_files.sql",
+        _text(
+            ("read_files('parquet', ['/data/od 1.parquet', \"/data/it's.parquet\"])", fixed),
+            ("read_files('csv', ['/data/geo.csv'])", csv),
+        ),
+    )
+    first, second = tmp_path / "a 1.parquet", tmp_path / "it's.parquet"
+    _run(con, f"COPY (SELECT 1 AS x) TO {_compile.string_literal(str(first))}")
+    _run(con, f"COPY (SELECT 2 AS x) TO {_compile.string_literal(str(second))}")
+    both = _compile.read_files("parquet", [str(first), str(second)])
+    assert sorted(_rows(con, f"SELECT x FROM {both}")) == [(1,), (2,)]
+    text = tmp_path / "g.csv"
+    text.write_text("region,city\nN,a\n", encoding="utf-8")
+    assert _rows(con, f"SELECT * FROM {_compile.read_files('csv', [str(text)])}") == [("N", "a")]
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ def test_public_names_are_pinned() -> None:
         "BudgetError",
         "BudgetExceededError",
         "ConcurrentWriteError",
+        "Domain",
         "DomainError",
         "InftdaError",
         "InputDataError",

@@ -3,12 +3,13 @@ data is read (no connection is involved here)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from inftda_sql import BudgetError, DomainError, SpecError
+from inftda_sql import BudgetError, Domain, DomainError, SpecError
 from inftda_sql._request import (
     NO_DOMAIN,
     ReleaseRequest,
@@ -167,7 +168,16 @@ def test_the_mechanisms_requirement_comes_before_the_other_options() -> None:
         ({"contribution": 1.0}, SpecError, "contribution must be an integer >= 1, got 1.0"),
         ({"distinct": 1}, SpecError, "distinct must be True or False, got 1"),
         ({"max_cells": "many"}, SpecError, "max_cells must be an integer >= 1, got 'many'"),
-        ({"hierarchy": [["a"], ["b"]], "domain": "geo"}, DomainError, "the hierarchy has 2 chains"),
+        (
+            {"hierarchy": [["a"], ["b"]], "domain": ["geo"]},
+            DomainError,
+            "the hierarchy has 2 chains",
+        ),
+        (
+            {"hierarchy": [["a"], ["b"]], "domain": Domain("geo", columns={"c": "x"})},
+            DomainError,
+            "the Domain's column mapping names 'c', not a hierarchy column",
+        ),
     ],
 )
 def test_each_argument_error(changes: dict[str, Any], error: type[Exception], message: str) -> None:
@@ -200,17 +210,44 @@ TWO = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_mun"]], "destination")
         (["geo", "geo2"], ONE, [["geo", "geo2"]]),  # one chain: the list is its domain
         (["geo_o", "geo_d"], TWO, ["geo_o", "geo_d"]),
         (("geo_o", {"d_mun": ["x"]}), TWO, ["geo_o", {"d_mun": ["x"]}]),
+        ("geo", TWO, ["geo", "geo"]),  # one geography serves both chains
+        ({"o_mun": ["a"]}, TWO, [{"o_mun": ["a"]}, {"o_mun": ["a"]}]),
     ],
 )
 def test_normalise_domains(domain: object, spec: Any, expected: list[object]) -> None:
     assert normalise_domains(domain, spec) == expected
 
 
-@pytest.mark.parametrize("domain", ["geo", ["geo"], ["a", "b", "c"], {"o_mun": ["a"]}])
-def test_normalise_domains_needs_one_per_chain(domain: object) -> None:
+def test_one_domain_is_the_same_object_for_every_chain() -> None:
+    geo = Domain("geo", columns={"o_reg": "reg", "o_mun": "mun"})
+    first, second = normalise_domains(geo, TWO)
+    assert first is geo and second is geo  # the engine reads it once
+
+
+@pytest.mark.parametrize("domain", [["geo"], ["a", "b", "c"], []])
+def test_normalise_domains_needs_one_or_one_per_chain(domain: object) -> None:
     with pytest.raises(DomainError) as info:
         normalise_domains(domain, TWO)
     assert str(info.value) == (
-        "the hierarchy has 2 chains, so domain must be a list of 2 domains (one per chain, "
-        f"columns named as the chain), got {domain!r}"
+        "the hierarchy has 2 chains, so domain must be one domain or a list of 2 (one per "
+        f"chain), got {len(domain)}: {domain!r}"  # type: ignore[arg-type]
     )
+    assert info.value.message(cli=True).startswith(
+        "the hierarchy has 2 chains, so --domain must be given once or 2 times"
+    )
+
+
+def test_domain_mapping_names_hierarchy_columns_only() -> None:
+    with pytest.raises(DomainError, match="'O_REGION', not a hierarchy column"):
+        normalise_domains(Domain("geo", columns={"o_reg": "r", "O_REGION": "r"}), TWO)
+    mapped = Domain("geo", columns={"O_REG": "reg"})  # case-insensitive, like DuckDB's columns
+    assert normalise_domains(mapped, TWO) == [mapped, mapped]
+
+
+def test_a_file_input_is_named_after_its_file() -> None:
+    req = _request("data/od_2021.parquet")
+    assert req.output == "od_2021_private"
+    assert req.input_name == "data/od_2021.parquet"
+    assert _request(Path("x/flows.csv.gz")).output == "flows_private"
+    assert _request("flows_*.csv").output == "flows_private"
+    assert _request('s."x.csv"').output == 's."x.csv"_private'  # quoted: a table

@@ -17,16 +17,30 @@ Every name the package is given (a release's input, domains and output, ``set_bu
   which DuckDB resolves in the view's schema, so ``trips`` there may be ``s.trips``.)
 * :func:`resolve_target` places an output: the database and schema ``CREATE TABLE`` would use,
   which must exist and be writable, and the object already there, if any.
-* :func:`resolve_source` turns a name, a relation or a ``{column: [values]}`` mapping into a
-  :class:`Source`: SQL to read, columns, and its :class:`Resolved` identity.
+* :func:`resolve_source` turns a name, a file, a relation or a ``{column: [values]}`` mapping
+  into a :class:`Source`: SQL to read, columns, and its :class:`Resolved` identity.
+
+**Files are base tables too.** A parquet or CSV file named by its path (:func:`file_spelling`:
+a ``pathlib.Path``, or a string with a path separator, a glob character or a ``.parquet``,
+``.csv`` or ``.tsv`` ending, optionally ``.gz``/``.zst``) is resolved by :func:`resolve_files`
+to the absolute paths of the files it names (symbolic links followed; a glob to the files it
+matches when the release starts, sorted), and read by exactly that list. Each resolved path is
+a budget key, like ``schema.table`` for a table: a release of a glob is charged to every file it
+read, as a join is charged to every table. (A view or relation that reads a file is still
+"outside" the catalog: DuckDB's plan does not say which file it reads.) To name a table whose
+name ends in ``.csv`` (schema ``s``, table ``csv``), quote it: ``s."csv"``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
+import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -38,7 +52,9 @@ from .compile import describe, drop_temp_view
 from .sql import ident, render, rows, run, scalar
 
 __all__ = [
+    "FILE_FORMATS",
     "LIBRARY_PREFIX",
+    "FileInput",
     "Resolved",
     "Source",
     "TableRef",
@@ -49,13 +65,17 @@ __all__ = [
     "count_column",
     "drop_temp",
     "existing",
+    "file_spelling",
+    "file_stem",
     "home_database",
+    "is_file_key",
     "is_wide_number",
     "join_type",
     "lookup",
     "object_kind",
     "reads_view",
     "resolve",
+    "resolve_files",
     "resolve_source",
     "resolve_target",
     "split_name",
@@ -164,10 +184,12 @@ class TableRef:
 class Resolved:
     """What a name or relation is in the catalog and which base tables it reads.
 
-    ``kind`` is ``"table"``, ``"view"``, ``"temp table"``, ``"temp view"`` or ``"relation"``
-    (a relation or declared values: ``ref`` is None). ``reads`` are the base tables read
-    (through views), ``outside`` what is read from outside the catalog (files, Arrow tables,
-    data frames), by plan operator. ``home`` is the database that holds the ledger.
+    ``kind`` is ``"table"``, ``"view"``, ``"temp table"``, ``"temp view"``, ``"relation"``
+    (a relation or declared values: ``ref`` is None), ``"parquet file"`` or ``"CSV file"``
+    (``spelling`` is then the absolute path or glob, ``files`` the files it names). ``reads``
+    are the base tables read (through views), ``outside`` what is read from outside the catalog
+    (files read through a view or relation, Arrow tables, data frames), by plan operator.
+    ``home`` is the database that holds the ledger.
     """
 
     spelling: str
@@ -176,11 +198,13 @@ class Resolved:
     reads: tuple[TableRef, ...]
     outside: tuple[str, ...]
     home: str
+    files: tuple[str, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
-        """The budget keys of the base tables read (see :meth:`TableRef.key`)."""
-        return tuple(r.key(self.home) for r in self.reads)
+        """The budget keys of the base tables read (see :meth:`TableRef.key`), then the
+        absolute paths of the files read."""
+        return tuple(r.key(self.home) for r in self.reads) + self.files
 
 
 @dataclass(frozen=True)
@@ -419,6 +443,171 @@ def reads_view(con: duckdb.DuckDBPyConnection, view: TableRef, sources: Sequence
         run(con, "ROLLBACK")
 
 
+# ----------------------------------------------------------------------------------------------
+# files named by their path
+
+#: file name endings read here, and DuckDB's reader of each (compressed: ``.gz``, ``.zst``)
+FILE_FORMATS: Mapping[str, str] = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv"}
+_COMPRESSIONS = (".gz", ".zst")
+_GLOB_CHARS = frozenset("*?[")
+_KIND = {"parquet": "parquet file", "csv": "CSV file"}
+
+
+def _ending(name: str) -> str | None:
+    """The format a file name's ending says, or None."""
+    lower = name.lower()
+    for compression in _COMPRESSIONS:
+        lower = lower.removesuffix(compression)
+    return next((f for ext, f in FILE_FORMATS.items() if lower.endswith(ext)), None)
+
+
+def file_spelling(obj: object) -> str | None:
+    """The path ``obj`` names when it names a file, else None (a table name, a relation...).
+
+    A ``pathlib.Path`` (any ``os.PathLike``) always names a file; a string does when it has a
+    path separator or a glob character, or ends in ``.parquet``, ``.csv`` or ``.tsv`` (optionally
+    ``.gz``/``.zst``), outside double quotes: ``s."csv"`` is the table ``csv`` of schema ``s``.
+
+    Example:
+        >>> [file_spelling(x) for x in ("od.parquet", "data/*.csv", "trips", 'main."x.csv"')]
+        ['od.parquet', 'data/*.csv', None, None]
+    """
+    if isinstance(obj, os.PathLike):
+        text = os.fspath(obj)
+        return text if isinstance(text, str) else None
+    if not isinstance(obj, str) or not obj or '"' in obj:
+        return None
+    if any(ch in obj for ch in "/\\") or _GLOB_CHARS & set(obj) or _ending(obj):
+        return obj
+    return None
+
+
+def is_file_key(key: str) -> bool:
+    """Whether a budget key (or a ledger's input) is a file's absolute path, not a table."""
+    return os.path.isabs(key)
+
+
+def file_stem(text: str) -> str:
+    """A table name made of a file's name: no folder, no endings, no glob characters, only
+    letters, digits and underscores (the default output of a release of the file).
+
+    Example:
+        >>> file_stem("/data/od.parquet"), file_stem("flows_2021_*.csv.gz"), file_stem("2021.csv")
+        ('od', 'flows_2021', 't_2021')
+    """
+    name = re.split(r"[/\\]", text.rstrip("/\\"))[-1]
+    for compression in _COMPRESSIONS:
+        if name.lower().endswith(compression):
+            name = name[: -len(compression)]
+    name = name.rsplit(".", 1)[0] if "." in name else name
+    stem = re.sub(r"[^0-9A-Za-z_]+", "_", name).strip("_") or "input"
+    return f"t_{stem}" if stem[0].isdigit() else stem
+
+
+@dataclass(frozen=True)
+class FileInput:
+    """Files named by a path or glob: ``pattern`` absolute (folders resolved, the glob part as
+    typed), ``files`` the absolute paths read (symbolic links followed, sorted), ``format``
+    ``"parquet"`` or ``"csv"``."""
+
+    pattern: str
+    files: tuple[str, ...]
+    format: str
+
+    @property
+    def kind(self) -> str:
+        return _KIND[self.format]
+
+
+def _absolute_pattern(text: str) -> str:
+    """A glob made absolute: the folders before the first glob character resolved."""
+    absolute = os.path.abspath(os.path.expanduser(text))
+    parts = Path(absolute).parts
+    fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    head = Path(*parts[:fixed]).resolve()
+    return str(head.joinpath(*parts[fixed:]))
+
+
+def resolve_files(
+    text: str, *, role: str, param: str | None = None, error: type[InftdaError] = InputDataError
+) -> FileInput:
+    """The files a path or glob names, resolved (see :class:`FileInput`); a clear error when
+    it names none, a folder, or a format this package does not read."""
+    if "://" in text:
+        raise error(
+            f"{role} {text!r} is a URL; download the file first and name its local path",
+            param=param,
+        )
+    if _GLOB_CHARS & set(text):
+        pattern = _absolute_pattern(text)
+        found = sorted(
+            {
+                str(Path(f).resolve())
+                for f in glob.glob(pattern, recursive=True)
+                if Path(f).is_file()
+            }
+        )
+        if not found:
+            raise error(f"{role} {text!r}: no file matches {pattern!r}", param=param)
+    else:
+        path = Path(os.path.expanduser(text)).resolve()
+        pattern = str(path)
+        if path.is_dir():
+            raise error(
+                f"{role} {text!r} is a folder; name a file, or its files with a glob such as "
+                f"{os.path.join(text, '*.parquet')!r}",
+                param=param,
+            )
+        if not path.is_file():
+            raise error(
+                f"{role} {text!r}: no such file ({pattern!r}); check the path, or name a table "
+                "of the database",
+                param=param,
+            )
+        found = [pattern]
+    formats = {_ending(f) for f in found} if _ending(pattern) is None else {_ending(pattern)}
+    if None in formats or len(formats) != 1:
+        endings = ", ".join(sorted(FILE_FORMATS))
+        raise error(
+            f"{role} {text!r}: cannot tell one file format from the name"
+            f"{'s of the files it matches' if len(found) > 1 else ''}; files ending in "
+            f"{endings} (optionally .gz or .zst) are read directly, anything else: load it into "
+            "a table first (CREATE TABLE t AS SELECT ...) and name the table",
+            param=param,
+        )
+    (fmt,) = formats
+    assert fmt is not None
+    return FileInput(pattern, tuple(found), fmt)
+
+
+def _file_source(
+    con: duckdb.DuckDBPyConnection,
+    text: str,
+    *,
+    role: str,
+    error: type[InftdaError],
+    param: str | None,
+) -> Source:
+    """A file input: read by the exact list of files resolved, charged to each of them."""
+    files = resolve_files(text, role=role, param=param, error=error)
+    sql = _compile.read_files(files.format, files.files)
+    resolved = Resolved(
+        files.pattern, None, files.kind, (), (), home_database(con), files=files.files
+    )
+    description = f"{files.kind} {files.pattern!r}"
+    try:
+        return _source(con, sql, description, resolved)
+    except duckdb.Error as exc:
+        raise error(
+            f"{role} {text!r} cannot be read as a {files.kind} ({_first_line(exc)})", param=param
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class Source:
     """A readable input or domain: SQL to select from, a description, its columns and types,
@@ -535,12 +724,16 @@ def resolve_source(
     error: type[InftdaError] = InputDataError,
     param: str | None = None,
 ) -> Source:
-    """Turn a table/view name, a DuckDB relation or a column mapping into a :class:`Source`.
+    """Turn a table/view name, a file path, a DuckDB relation or a column mapping into a
+    :class:`Source`.
 
     ``role`` names the argument in messages (``"input table"``, ``"domain of chain 1"``).
-    Relations and mappings become a temporary view or registered Arrow table ``temp_name``,
-    which the caller drops.
+    Files are read by their resolved paths (:func:`resolve_files`); relations and mappings
+    become a temporary view or registered Arrow table ``temp_name``, which the caller drops.
     """
+    path = file_spelling(obj)
+    if path is not None:
+        return _file_source(con, path, role=role, error=error, param=param)
     if isinstance(obj, str):
         found = lookup(con, obj, param=param, role=role)
         if found is None:
@@ -591,8 +784,8 @@ def resolve_source(
         resolved = resolve(con, "<declared values>", None, "relation", sql)
         return _source(con, sql, f"the declared {role}", resolved, temp_name)
     raise error(
-        f"{role} must be a table or view name, a DuckDB relation or a mapping "
-        f"{{column: [values]}}; got {type(obj).__name__}",
+        f"{role} must be a table or view name, a parquet/CSV file, a DuckDB relation or a "
+        f"mapping {{column: [values]}}; got {type(obj).__name__}",
         param=param,
     )
 

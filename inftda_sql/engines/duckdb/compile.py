@@ -12,7 +12,7 @@ mixed-radix key (:func:`level_counts`), sorted for a vectorised lookup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...core.spec import TreeSpec
@@ -26,6 +26,7 @@ __all__ = [
     "bad_path_codes",
     "bad_path_count",
     "bound_units",
+    "chain_columns",
     "code_column",
     "copy_table",
     "depth_code",
@@ -52,6 +53,7 @@ __all__ = [
     "node_counts",
     "not_whole",
     "offending_rows",
+    "read_files",
     "row_count",
     "set_explain_output",
     "string_literal",
@@ -113,6 +115,13 @@ def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) ->
         f"CAST({ident(c)} AS {t}) AS {ident(c)}" for c, t in zip(chain, types, strict=True)
     )
     return render("domain_paths", casts=casts, domain=domain_sql)
+
+
+def chain_columns(columns: Mapping[str, str], domain_sql: str) -> str:
+    """A domain read as one chain: each chain column (key) from a domain column (value), e.g.
+    ``o_region`` from ``region``; a subquery, so nothing is created in the catalog."""
+    cols = ", ".join(f"{ident(source)} AS {ident(name)}" for name, source in columns.items())
+    return f"({render('domain_paths.chain_columns', cols=cols, domain=domain_sql).strip()})"
 
 
 def bound_units(spec: TreeSpec, input_sql: str, unit: str, *, distinct: bool, m: int) -> str:
@@ -475,6 +484,16 @@ def string_literal(text: str) -> str:
     """A SQL string literal (quotes doubled); for the few places DuckDB cannot bind a value,
     such as the path of ``ATTACH``."""
     return "'" + text.replace("'", "''") + "'"
+
+
+#: DuckDB's reader of each file format (resolve_files() decides the format)
+_READERS = {"parquet": "read_parquet", "csv": "read_csv"}
+
+
+def read_files(file_format: str, paths: Sequence[str]) -> str:
+    """A table function reading exactly ``paths`` (absolute, resolved) in ``file_format``."""
+    files = ", ".join(string_literal(p) for p in paths)
+    return render("catalog.read_files", reader=_READERS[file_format], files=files).strip()
 
 
 def attach(path: str, alias: str, storage_version: str | None) -> str:

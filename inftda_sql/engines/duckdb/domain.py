@@ -5,22 +5,55 @@ One sorted ``SELECT`` of the domain (``sql/domain_paths.sql``) is fetched as Arr
 registered back as the chain's code table: the scan joins the input's leaves to it and the write
 stage decodes the released leaves with it. The SQL query that names an offending value runs
 only when the domain is not nested. Nothing here reads the private data.
+
+A domain whose columns are named otherwise than the chain's (one geography ``region, lad,
+msoa`` for the chains ``o_region, o_lad, o_msoa`` and ``d_region, d_lad, d_msoa``) is read
+through :func:`chain_source`: a projection that renames its columns, decided by
+:func:`~inftda_sql.core.domains.match_columns` (explicit mapping, same names, or a common
+prefix).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._errors import DomainError
+from ...core.domains import match_columns
 from ...core.tree import ChainTree, code_paths
 from . import compile as _compile
+from .catalog import Source
 from .sql import arrow, rows
 
-__all__ = ["build_chain"]
+__all__ = ["build_chain", "chain_source"]
+
+
+def chain_source(
+    src: Source,
+    chain: Sequence[str],
+    explicit: Mapping[str, str],
+    *,
+    role: str,
+    shared: int = 1,
+) -> Source:
+    """The domain ``src`` read as the chain ``chain``: itself when it has the chain's columns,
+    else a projection naming each domain column as the chain column it stands for (``region AS
+    o_region``). ``shared``: how many chains read this domain (for the error's advice)."""
+    what = f"{role} ({src.description}{f', one domain for {shared} chains' if shared > 1 else ''})"
+    columns = match_columns(chain, list(src.names.values()), explicit, role=what, shared=shared)
+    if all(source.lower() == name.lower() for name, source in columns.items()):
+        return src
+    read_as = ", ".join(f"{name}={source}" for name, source in columns.items())
+    return Source(
+        _compile.chain_columns(columns, src.sql),
+        f"{src.description} read as {read_as}",
+        {name.lower(): src.columns[source.lower()] for name, source in columns.items()},
+        {name.lower(): name for name in columns},
+        src.resolved,
+    )
 
 
 def build_chain(

@@ -11,6 +11,7 @@ import duckdb
 from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
+from ...core.domains import unwrap
 from ...core.tree import ChainTree, TopDownResult
 from ..base import Scan
 from . import compile as _compile
@@ -27,7 +28,7 @@ from .catalog import (
     resolve_source,
     resolve_target,
 )
-from .domain import build_chain
+from .domain import build_chain, chain_source
 from .ledger import LIBRARY_TABLES, ReleaseRecord, check_budget, is_library_name
 from .scan import level_counts, scan
 from .sql import run
@@ -49,6 +50,8 @@ class DuckDBEngine:
         self._sources: list[Source] = []
         self._input: Source | None = None
         self._domains: list[Source] = []
+        self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
+        self._shared: list[int] = []  # per chain: how many chains read its domain
         self._output: Target | None = None
         self._view: Target | None = None
         self._count: str | None = None
@@ -72,6 +75,13 @@ class DuckDBEngine:
         return "; ".join(self._domain_desc)
 
     @property
+    def input_description(self) -> str:
+        """The input for the ledger: a file's resolved path (or glob), else its name as given."""
+        if self._input is not None and self._input.resolved.files:
+            return self._input.resolved.spelling
+        return self.request.input_description
+
+    @property
     def input(self) -> Source:
         if self._input is None:
             raise SpecError("the input is not resolved yet: call prepare() first")
@@ -92,18 +102,24 @@ class DuckDBEngine:
         )
         self._sources.append(inp)
         self._input = inp
-        for c in range(len(req.spec.chains) if req.domains is not None else 0):
-            assert req.domains is not None
-            dom = resolve_source(
-                self.con,
-                req.domains[c],
-                role=self._domain_role(c),
-                temp_name=self.names.domain(c),
-                error=DomainError,
-                param="domain",
-            )
-            self._sources.append(dom)
+        resolved: dict[int, Source] = {}  # one geography serving several chains is read once
+        for c, given in enumerate(req.domains or ()):
+            source, columns = unwrap(given)
+            dom = resolved.get(id(source))
+            if dom is None:
+                dom = resolve_source(
+                    self.con,
+                    source,
+                    role=self._domain_role(c),
+                    temp_name=self.names.domain(c),
+                    error=DomainError,
+                    param="domain",
+                )
+                resolved[id(source)] = dom
+                self._sources.append(dom)
             self._domains.append(dom)
+            self._columns.append(dict(columns))
+        self._shared = [sum(d is dom for d in self._domains) for dom in self._domains]
         self._check_targets()
         return check_budget(
             self.con,
@@ -183,7 +199,9 @@ class DuckDBEngine:
                 self._domain_sql.append(_compile.distinct_paths(chain, inp.sql))
                 self._domain_desc.append("FROM DATA (not private)")
                 continue
-            dom = self._domains[c]
+            dom = chain_source(
+                self._domains[c], chain, self._columns[c], role=role, shared=self._shared[c]
+            )
             for col in chain:
                 dom.column(col, f"hierarchy column of the {role}", DomainError)
                 check_scalar_type(dom, col, f"hierarchy column of the {role}", DomainError)

@@ -31,7 +31,15 @@ import duckdb
 
 from ..._errors import Arg, BudgetError, SpecError
 from ...core.accounting import Budget, budget_verdict
-from .catalog import LIBRARY_PREFIX, Resolved, base_tables, home_database, lookup, object_kind
+from .catalog import (
+    LIBRARY_PREFIX,
+    Resolved,
+    base_tables,
+    home_database,
+    is_file_key,
+    lookup,
+    object_kind,
+)
 from .compile import describe_table
 from .sql import ident, render, rows, run, scalar
 
@@ -265,7 +273,10 @@ def delete_budgets(con: duckdb.DuckDBPyConnection, spellings: Sequence[str]) -> 
 
 def legacy_keys(con: duckdb.DuckDBPyConnection, spelling: str, home: str) -> tuple[str, ...]:
     """The base-table keys an input named ``spelling`` in an older row stands for, resolved in
-    the catalog now; the spelling itself when it names nothing (a relation, a dropped table)."""
+    the catalog now; the spelling itself when it names nothing (a relation, a dropped table)
+    or is a file's absolute path (a file is its own key)."""
+    if is_file_key(spelling):
+        return (spelling,)
     try:
         found = lookup(con, spelling)
     except SpecError:  # an unparsable old spelling such as '<relation>'
@@ -371,8 +382,9 @@ def check_budget(
     :func:`~inftda_sql.core.accounting.budget_verdict`); None when every one fits or has no
     budget, else the note an override records.
 
-    While any budget is stored, an input that reads data from outside the catalog (a file, an
-    Arrow table, a data frame) cannot be charged and is refused (or overridden, recorded).
+    While any budget is stored, an input that reads data from outside the catalog (a file read
+    through a view or relation, an Arrow table, a data frame) cannot be charged and is refused
+    (or overridden, recorded). A file named by its path is charged to its path.
     """
     budgets = stored_budgets(con)
     if not budgets:
@@ -384,8 +396,9 @@ def check_budget(
             raise BudgetError(
                 f"this database stores privacy budgets ({BUDGET_TABLE}), but the input reads data "
                 f"from outside its tables ({what}), so what the release spends cannot be charged "
-                "to a table; load the data into a table (CREATE TABLE t AS SELECT ...) and release "
-                "it by name, or pass ",
+                "to a table; release a parquet or CSV file by its path (charged to the file), or "
+                "load the data into a table (CREATE TABLE t AS SELECT ...) and release it by "
+                "name, or pass ",
                 Arg("budget_override", True),
                 " (recorded in the ledger)",
                 param="budget_override",
