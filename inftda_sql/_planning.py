@@ -139,18 +139,20 @@ class Plan:
     def explanation(self) -> list[str]:
         """What the error bound guarantees, how it adds up, and why the simulation is smaller
         (the lines under the table)."""
-        if not self.levels or not all(math.isfinite(lv.bound) for lv in self.levels):
-            return []
+        if not self.levels or not any(lv.bound > 0 for lv in self.levels):
+            return []  # no noise (an infinite budget): nothing to explain
         last = self.levels[-1]
+        noisy = [lv for lv in self.levels if lv.noise_bound > 0]
+        shown = noisy[-1] if noisy else last  # a level the domain determines draws no noise
         terms = " + ".join(f"{lv.noise_bound:,.0f}" for lv in self.levels)
         root = "" if self.root_noise_bound is None else f"{self.root_noise_bound:,.0f} + "
         n_levels = len(self.levels) + (self.root_noise_bound is not None)
         text = [
             f"error bound: a guarantee. With probability >= {1 - self.beta:g}, for any data and "
             "any tree of this shape, no node of any level is off by more than this. On each "
-            f"level the noise is at most T ({last.name}: sigma {last.sigma:.3g} over "
-            f"{last.nodes:,} nodes gives T = {last.noise_bound:,.0f}, a union bound over every "
-            f"node of the {n_levels} noised levels); IntOpt may move a child by its parent's "
+            f"level the noise is at most T ({shown.name}: sigma {shown.sigma:.3g} over "
+            f"{shown.nodes:,} nodes gives T = {shown.noise_bound:,.0f}, a union bound over every "
+            f"node of all {n_levels} levels); IntOpt may move a child by its parent's "
             "error plus twice T, and in the worst case a parent's whole error reaches one "
             f"child, so the bound adds up from the root down: {last.bound:,.0f} = {root}2 x "
             f"({terms})."

@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import html
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -149,7 +150,7 @@ class Release:
 
 def release(
     con: duckdb.DuckDBPyConnection,
-    table: str | duckdb.DuckDBPyRelation,
+    table: str | os.PathLike[str] | duckdb.DuckDBPyRelation,
     /,
     *,
     hierarchy: Sequence[str] | Sequence[Sequence[str]],
@@ -184,12 +185,17 @@ def release(
 
     Args:
         con: an open DuckDB connection (read-write).
-        table: input table or view name, or a DuckDB relation.
+        table: input table or view name, a DuckDB relation, or a parquet/CSV file: a path or
+            glob (``"od.parquet"``, ``"flows_*.csv"``, a ``pathlib.Path``), read directly and
+            charged to its resolved absolute path (a glob to each file it matches).
         hierarchy: one chain of columns coarse to fine (``["region", "province", "mun"]``) or a
             list of chains (``[["o_region", "o_mun"], ["d_region", "d_mun"]]``).
-        domain: the PUBLIC categories: per chain a table/view name, a relation or a mapping
-            ``{column: [values...]}`` listing every valid path, columns named as the chain. A
-            list with one entry per chain when there are several chains.
+        domain: the PUBLIC categories listing every valid path: a table/view name, a
+            parquet/CSV file, a relation or a mapping ``{column: [values...]}``. One domain
+            serves every chain: each reads the columns of its own names, or those one common
+            prefix leads to (``o_region`` -> ``region``); :class:`~inftda_sql.Domain` maps the
+            others (``Domain("geo", columns={"home": "msoa"})``). Or a list with one domain
+            per chain.
         tree: ``"chain"``/``"sequential"`` (chains refined in order; default) or, for two chains
             (origin, destination), ``"destination"`` or ``"origin"``.
         rho: the zCDP budget (``float("inf")`` = no noise, the exactness oracle). Or:
@@ -206,7 +212,8 @@ def release(
             leaf cells. With m > 1 the root total is noised too (it is no longer public).
         split: per-level weights of rho (uniform by default).
         count: name of the count column of a pre-aggregated input.
-        output: output table (default ``<table>_private``); ``overwrite=True`` replaces it.
+        output: output table (default ``<table>_private``, for a file ``<file name>_private``);
+            ``overwrite=True`` replaces it.
         mechanism: ``"inftda"`` (default), or a baseline to compare with: ``"vanilla_gauss"``,
             ``"stability_histogram"`` ((epsilon, delta)-DP: needs epsilon and delta),
             ``"tda_l2"``, ``"tda_linf_solver"`` (needs the ``solver`` extra) or

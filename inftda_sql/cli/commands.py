@@ -24,6 +24,7 @@ from .._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from .._errors import InftdaError
 from .._release import release
 from .._version import __version__
+from ..core.domains import Domain
 from ..engines.duckdb.catalog import file_spelling
 from ..engines.duckdb.ledger import read_releases
 from . import console
@@ -151,7 +152,9 @@ def demo(args: argparse.Namespace) -> int:
                 con,
                 data.trips,
                 hierarchy=data.hierarchy,
-                domain=[data.geo_origin, data.geo_destination],
+                # one geography for both chains: o_region/d_region read region by their
+                # prefix (and so on); the leaves are named otherwise
+                domain=Domain(data.geo, columns={"o_mun": "municipality", "d_mun": "municipality"}),
                 tree="destination",
                 epsilon=args.epsilon,
                 delta=args.delta,

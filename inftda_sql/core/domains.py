@@ -6,10 +6,10 @@ table (a name, a file, a relation or declared values) with an optional explicit 
 chain columns to its columns; :func:`match_columns` decides, for one chain, which column of the
 domain each chain column reads:
 
-1. the explicit mapping, when it names the chain's columns (all of them, or none);
-2. else the columns of the same name, when the domain has them all;
-3. else the *prefix rule*: one prefix ``p`` such that every chain column is ``p`` followed by a
-   column of the domain (``o_`` + ``region``, ``o_`` + ``lad``, ``o_`` + ``msoa``).
+1. the explicit mapping, for the chain columns it names;
+2. the others: the columns of the same name, when the domain has them all;
+3. else the *prefix rule*: one prefix ``p`` such that every (other) chain column is ``p``
+   followed by a column of the domain (``o_`` + ``region``, ``o_`` + ``lad``, ``o_`` + ``msoa``).
 
 Anything else is an error that lists the domain's columns and spells the mapping to pass. The
 engine then reads the chain's paths from a projection of the domain (no view is created);
@@ -127,7 +127,8 @@ def match_columns(
     shared: int = 1,
 ) -> dict[str, str]:
     """Which column of a domain each column of ``chain`` reads: chain column -> domain column
-    (as the domain spells it).
+    (as the domain spells it). The columns ``explicit`` names read what it says; the others
+    their namesakes when the domain has them all, else the columns one common prefix leads to.
 
     ``available`` are the domain's columns; ``explicit`` the mapping of a :class:`Domain`;
     ``shared`` how many chains read this one domain (the error then also offers one per chain).
@@ -140,48 +141,38 @@ def match_columns(
         {'region': 'region', 'lad': 'lad'}
         >>> match_columns(["home", "work"], ["lad"], {"home": "LAD", "work": "lad"})
         {'home': 'lad', 'work': 'lad'}
+        >>> it = ["region", "municipality"]
+        >>> match_columns(["o_region", "o_mun"], it, {"o_mun": "municipality"})
+        {'o_region': 'region', 'o_mun': 'municipality'}
     """
     by_lower = {c.lower(): c for c in available}
-    explicit = explicit or {}
-    folded = {k.lower(): v for k, v in explicit.items()}
-    mapped = [c for c in chain if c.lower() in folded]
-    if mapped:
-        missing = [c for c in chain if c.lower() not in folded]
-        if missing:
+    folded = {k.lower(): v for k, v in (explicit or {}).items()}
+    fixed: dict[str, str] = {}
+    for c in chain:
+        target = folded.get(c.lower())
+        if target is None:
+            continue
+        if target.lower() not in by_lower:
             raise DomainError(
-                f"the column mapping of the {role} names {', '.join(mapped)} but not "
-                f"{', '.join(missing)} of the same chain ({', '.join(chain)}); map every column "
-                "of a chain, or none (then they are matched by name or by a common prefix)",
+                f"the column mapping of the {role} maps {c!r} to {target!r}, which is not a "
+                f"column of it; available: {', '.join(available)}",
                 param="domain",
             )
-        out = {}
-        for c in chain:
-            target = folded[c.lower()]
-            if target.lower() not in by_lower:
-                raise DomainError(
-                    f"the column mapping of the {role} maps {c!r} to {target!r}, which is not a "
-                    f"column of it; available: {', '.join(available)}",
-                    param="domain",
-                )
-            out[c] = by_lower[target.lower()]
-        return out
-    if all(c.lower() in by_lower for c in chain):
-        return {c: by_lower[c.lower()] for c in chain}
-    prefixes: set[str] | None = None
-    for c in chain:
-        found = {
-            c[: len(c) - len(a)] for a in by_lower if len(c) > len(a) and c.lower().endswith(a)
-        }
-        prefixes = found if prefixes is None else prefixes & found
-    candidates = sorted(prefixes or ())
-    if len(candidates) == 1:
-        p = candidates[0]
-        return {c: by_lower[c[len(p) :].lower()] for c in chain}
-    unmatched = [c for c in chain if c.lower() not in by_lower]
+        fixed[c] = by_lower[target.lower()]
+    rest = [c for c in chain if c not in fixed]
+    found = _by_name_or_prefix(rest, by_lower)
+    if found is not None:
+        return {c: fixed[c] if c in fixed else found[c] for c in chain}
+    candidates = _prefixes(rest, by_lower)
+    unmatched = [
+        c
+        for c in rest
+        if c.lower() not in by_lower and not any(c.lower().endswith(a) for a in by_lower)
+    ] or [c for c in rest if c.lower() not in by_lower]
     why = (
         f"the prefixes {', '.join(repr(p) for p in candidates)} all fit"
         if candidates
-        else f"no common prefix turns {', '.join(unmatched)} into its columns (as o_ does with "
+        else f"no common prefix turns {', '.join(rest)} into its columns (as o_ does with "
         "o_region -> region)"
     )
     per_chain: tuple[Part, ...] = ()
@@ -197,7 +188,34 @@ def match_columns(
     raise DomainError(
         f"the {role} has no columns for {', '.join(unmatched)}: its columns are "
         f"{', '.join(available)}, and {why}. Say which column each chain column reads: ",
-        _mapping_hint(chain, available),
+        _mapping_hint(rest, available),
         *per_chain,
         param="domain",
     )
+
+
+def _prefixes(columns: Sequence[str], by_lower: Mapping[str, str]) -> list[str]:
+    """The prefixes (lower-case) that turn every one of ``columns`` into a domain column."""
+    prefixes: set[str] | None = None
+    for c in columns:
+        found = {
+            c.lower()[: len(c) - len(a)]
+            for a in by_lower
+            if len(c) > len(a) and c.lower().endswith(a)
+        }
+        prefixes = found if prefixes is None else prefixes & found
+    return sorted(prefixes or ())
+
+
+def _by_name_or_prefix(
+    columns: Sequence[str], by_lower: Mapping[str, str]
+) -> dict[str, str] | None:
+    """``columns`` matched by name (all of them), else by the one common prefix; None when
+    neither works."""
+    if all(c.lower() in by_lower for c in columns):
+        return {c: by_lower[c.lower()] for c in columns}
+    candidates = _prefixes(columns, by_lower)
+    if len(candidates) != 1:
+        return None
+    n = len(candidates[0])
+    return {c: by_lower[c[n:].lower()] for c in columns}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import duckdb
 import pytest
 
 from inftda_sql import DomainError, InputDataError, SpecError
 from inftda_sql.engines.duckdb.catalog import (
+    FileInput,
     Resolved,
     Source,
     TableRef,
@@ -16,10 +18,14 @@ from inftda_sql.engines.duckdb.catalog import (
     check_domain_types,
     count_column,
     drop_temp,
+    file_spelling,
+    file_stem,
+    is_file_key,
     join_type,
     lookup,
     object_kind,
     reads_view,
+    resolve_files,
     resolve_source,
     resolve_target,
     split_name,
@@ -332,3 +338,109 @@ def test_reads_view_binds_without_the_view_and_rolls_back(db: duckdb.DuckDBPyCon
     assert reads_view(db, north, ['"memory"."main"."nn"'])
     assert not reads_view(db, north, ['"memory"."main"."trips"'])
     assert object_kind(db, "north") == "view"  # rolled back
+
+
+# ----------------------------------------------------------------------------- files
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("od.parquet", "od.parquet"),
+        ("OD.PARQUET", "OD.PARQUET"),
+        ("flows.csv.gz", "flows.csv.gz"),
+        ("geo.tsv", "geo.tsv"),
+        ("data/od", "data/od"),  # a path: resolve_files() then says what is wrong with it
+        ("flows_*", "flows_*"),
+        ("trips", None),
+        ("main.trips", None),
+        ('s."x.csv"', None),  # quoted: the table csv.x of schema s, not a file
+        ("parquet", None),
+    ],
+)
+def test_file_spelling(given: str, expected: str | None) -> None:
+    assert file_spelling(given) == expected
+
+
+def test_a_path_object_always_names_a_file(tmp_path: Path) -> None:
+    assert file_spelling(tmp_path / "trips") == str(tmp_path / "trips")
+    assert file_spelling(["od.parquet"]) is None and file_spelling(None) is None
+
+
+def _write(con: duckdb.DuckDBPyConnection, path: Path, sql: str = "SELECT 'N' AS region") -> Path:
+    con.execute(f"COPY ({sql}) TO '{path}'").fetchall()
+    return path
+
+
+def test_a_file_resolves_to_its_absolute_path(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _write(con, tmp_path / "od.parquet")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.parquet").symlink_to(real)
+    monkeypatch.chdir(tmp_path / "sub")
+    for spelling in ("../od.parquet", str(real), "../sub/../link.parquet", Path("../od.parquet")):
+        found = resolve_files(spelling, role="input table")
+        assert found == FileInput(str(real), (str(real),), "parquet"), spelling
+    src = resolve_source(con, "../od.parquet", role="input table", temp_name="__t")
+    assert src.resolved == Resolved(
+        str(real), None, "parquet file", (), (), "memory", files=(str(real),)
+    )
+    assert src.resolved.keys == (str(real),)  # the budget key is the file itself
+    assert src.description == f"parquet file {str(real)!r}"
+    assert src.sql == f"read_parquet(['{real}'])"  # read by the path resolved, nothing created
+    assert src.temp_view is None and _views(con) == []
+    assert dict(src.columns) == {"region": "VARCHAR"}
+
+
+def test_a_glob_reads_and_is_charged_to_every_file_it_matches(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("b.csv", "a.csv"):
+        (tmp_path / name).write_text("region,n\nN,1\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    found = resolve_files("*.csv", role="input table")
+    assert found.pattern == str(tmp_path.resolve() / "*.csv")
+    assert found.files == (str(tmp_path / "a.csv"), str(tmp_path / "b.csv"))
+    assert found.format == "csv" and found.kind == "CSV file"
+    src = resolve_source(con, "*.csv", role="input table", temp_name="__t")
+    assert src.resolved.spelling == found.pattern and src.resolved.keys == found.files
+    assert con.execute(f"SELECT sum(n) FROM {src.sql}").fetchall() == [(2,)]
+    # a glob without an ending takes the format of the files it matches
+    assert resolve_files("[ab].*", role="input").format == "csv"
+
+
+def test_files_that_cannot_be_read_say_why(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "od.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "x.csv").write_text("a\n1\n", encoding="utf-8")
+    (tmp_path / "x.parquet").write_text("not parquet", encoding="utf-8")
+    for spelling, error, message in [
+        ("missing.parquet", InputDataError, "no such file ("),
+        ("folder/", InputDataError, "is a folder; name a file, or its files with a glob"),
+        ("none_*.parquet", InputDataError, "no file matches"),
+        ("data/od.json", InputDataError, "no such file"),
+        ("./od.json", InputDataError, "cannot tell one file format from the name"),
+        ("x.*", InputDataError, "cannot tell one file format from the names of the files"),
+        ("s3://bucket/od.parquet", InputDataError, "is a URL"),
+        ("x.parquet", InputDataError, "cannot be read as a parquet file"),
+    ]:
+        with pytest.raises(error, match=re.escape(message)):
+            resolve_source(con, spelling, role="input table", temp_name="__t", param="table")
+    with pytest.raises(DomainError, match="no such file"):
+        resolve_source(con, "geo.csv", role="domain", temp_name="__t", error=DomainError)
+
+
+def test_file_stem() -> None:
+    assert [
+        file_stem(t)
+        for t in ("od.parquet", "/a/b/UK flows.CSV", "x.csv.zst", "2021.parquet", "*.csv", "d/")
+    ] == ["od", "UK_flows", "x", "t_2021", "input", "d"]
+
+
+def test_file_keys_are_absolute_paths() -> None:
+    assert is_file_key("/data/od.parquet") and not is_file_key("main.trips")

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import duckdb
 import pytest
 
@@ -80,6 +83,7 @@ def test_shape_from_a_domain(con: duckdb.DuckDBPyConnection) -> None:
         ({"shape": [3, 9], "split": "optimal", "target_levels": [7]}, "1..2"),
         ({"shape": [9, 3]}, "non-decreasing"),
         ({}, "shape="),
+        ({"hierarchy": ["a"]}, "and domain="),
     ],
 )
 def test_bad_plans(kw: dict, fragment: str) -> None:
@@ -109,3 +113,59 @@ def test_domain_plan_knows_the_determined_levels(con: duckdb.DuckDBPyConnection)
     p = plan(con=con, hierarchy=["country", "district", "mun"], domain="g", rho=0.2, simulations=0)
     assert [lv.nodes for lv in p.levels] == [1, 3, 9]
     assert [lv.rho for lv in p.levels] == [0.0, pytest.approx(0.1), pytest.approx(0.1)]
+
+
+def test_the_bound_is_explained_next_to_the_simulation() -> None:
+    """The bound is the sum the text spells out (2 x the per-level noise bounds, plus the root's
+    when it is noised), the text says what it guarantees, and why the simulation is smaller."""
+    p = plan([4, 16, 64], rho=0.3, simulations=3, total=10_000, beta=0.1)
+    noise = [lv.noise_bound for lv in p.levels]
+    assert p.root_noise_bound is None
+    for i, lv in enumerate(p.levels):
+        assert lv.bound == pytest.approx(2 * sum(noise[: i + 1]))
+        assert lv.noise_bound == pytest.approx(
+            lv.sigma * (2 * math.log(2 * lv.nodes * 3 / 0.1)) ** 0.5
+        )
+    text = " ".join(str(p).split("\n\n", 1)[1].split())  # the lines under the table
+    last = p.levels[-1]
+    assert text.startswith(
+        "error bound: a guarantee. With probability >= 0.9, for any data and any tree of this "
+        "shape, no node of any level is off by more than this."
+    )
+    assert (
+        f"level 3: sigma {last.sigma:.3g} over 64 nodes gives T = {last.noise_bound:,.0f}" in text
+    )
+    assert "a union bound over every node of all 3 levels" in text
+    assert f"{last.bound:,.0f} = 2 x ({' + '.join(f'{t:,.0f}' for t in noise)})." in text
+    assert "simulated max error: what happened." in text
+    assert "median (worst) of 3 runs" in text and "(10,000 records)" in text
+    assert "a parent's error is spread over its children" in text
+    assert "beta = 0.1 tail" in text
+    assert "error bound: a guarantee" in p._repr_html_()
+    # the root, when it is noised, adds its own noise bound once
+    u = plan([4, 16], rho=0.3, privacy="unbounded", simulations=0)
+    assert u.root_noise_bound is not None and u.root_noise_bound > 0
+    assert u.levels[-1].bound == pytest.approx(
+        u.root_noise_bound + 2 * sum(lv.noise_bound for lv in u.levels)
+    )
+    assert f"= {u.root_noise_bound:,.0f} + 2 x (" in str(u)
+    assert "simulated max error:" not in str(u)  # no simulation, nothing to explain
+    assert plan([3, 9], rho=float("inf"), simulations=0).explanation() == []
+    # a last level the domain determines (one child per parent) draws no noise: T is shown
+    # for the last level that does
+    d = plan([3, 9, 9], rho=0.3, simulations=0)
+    assert d.levels[-1].noise_bound == 0.0
+    assert f"(level 2: sigma {d.levels[1].sigma:.3g} over 9 nodes" in " ".join(str(d).split())
+
+
+def test_the_shape_can_come_from_a_file_without_a_database(tmp_path: Path) -> None:
+    geo = tmp_path / "geo.csv"
+    geo.write_text("region,city\nN,a\nN,b\nS,c\n", encoding="utf-8")
+    p = plan(
+        hierarchy=[["o_region", "o_city"], ["d_region", "d_city"]],
+        domain=str(geo),
+        tree="destination",
+        rho=1.0,
+        simulations=0,
+    )
+    assert [lv.nodes for lv in p.levels] == [2, 4, 6, 9]

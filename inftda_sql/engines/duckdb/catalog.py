@@ -529,10 +529,15 @@ def _absolute_pattern(text: str) -> str:
 
 
 def resolve_files(
-    text: str, *, role: str, param: str | None = None, error: type[InftdaError] = InputDataError
+    name: str | os.PathLike[str],
+    *,
+    role: str,
+    param: str | None = None,
+    error: type[InftdaError] = InputDataError,
 ) -> FileInput:
     """The files a path or glob names, resolved (see :class:`FileInput`); a clear error when
     it names none, a folder, or a format this package does not read."""
+    text = os.fspath(name)
     if "://" in text:
         raise error(
             f"{role} {text!r} is a URL; download the file first and name its local path",
