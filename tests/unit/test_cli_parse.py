@@ -86,6 +86,28 @@ def test_flags_override_the_config(tmp_path: Path) -> None:
         parse.read_config(str(tmp_path / "missing.toml"))
 
 
+def test_the_config_maps_domain_columns(tmp_path: Path) -> None:
+    config = tmp_path / "r.toml"
+    config.write_text(
+        'hierarchy = [["home_r", "home_m"], ["d_region", "d_msoa"]]\ndomain = "geo.parquet"\n'
+        'domain_columns = { home_r = "region", home_m = "msoa" }\nrho = 1.0\n'
+    )
+    args = _args("release", "db", "od.csv", "--config", str(config))
+    options = parse.release_options(args)
+    assert options["domain"] == Domain(
+        "geo.parquet", columns={"home_r": "region", "home_m": "msoa"}
+    )
+    assert "domain_columns" not in options  # not a keyword of release()
+    # a flag adds to (and overrides) the file's mapping
+    args = _args(
+        "release", "db", "od.csv", "--config", str(config), "--domain-columns", "home_m=lad"
+    )
+    assert parse.release_options(args)["domain"].columns == {"home_r": "region", "home_m": "lad"}
+    config.write_text('domain_columns = ["region"]\n')
+    with pytest.raises(SpecError, match="must be a table of chain column"):
+        parse.read_config(str(config))
+
+
 def test_plan_options() -> None:
     kw = parse.plan_options(
         _args("plan", "--levels", "2,3", "--rho", "1", "--target-levels", "1,mun")
