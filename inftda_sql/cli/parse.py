@@ -17,6 +17,7 @@ from .._errors import SpecError
 from .._version import __version__
 from ..core.domains import Domain
 from ..core.spec import TREE_KINDS
+from ..engines.duckdb.catalog import file_spelling
 from ..mechanisms import REGISTRY
 
 __all__ = [
@@ -214,6 +215,12 @@ def plan_options(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.domain_columns and not args.domain:
         raise UsageError("inftda-sql plan: --domain-columns goes with --domain")
+    tables = [d for d in args.domain or () if file_spelling(d) is None]
+    if args.db is None and tables:
+        raise UsageError(
+            f"inftda-sql plan: --domain {tables[0]} is a table: give the database file that "
+            f"holds it (plan DB --hierarchy ... --domain {tables[0]}), or a parquet/CSV file"
+        )
     return kw
 
 

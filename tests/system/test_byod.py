@@ -356,3 +356,17 @@ def test_the_command_line_maps_columns_and_budgets_files(
     out = capsys.readouterr().out
     assert "work_r" in out and "work_m" in out
     assert os.path.exists("commutes.csv")
+
+
+def test_the_input_is_no_domain(db: duckdb.DuckDBPyConnection) -> None:
+    """od.parquet has the o_/d_ columns of both chains: as its own domain it would match by
+    name and take the categories from the private data, recorded as private. Refused."""
+    for domain in ("od.parquet", ["geo.parquet", "./od.parquet"]):
+        with pytest.raises(inftda_sql.DomainError, match="which the input reads too") as info:
+            _release(db, domain=domain)
+        assert "domain_from_data=True" in str(info.value)
+    db.execute("CREATE TABLE od AS FROM 'od.parquet'").fetchall()
+    db.execute("CREATE VIEW od_places AS SELECT DISTINCT o_region, o_lad, o_msoa FROM od")
+    with pytest.raises(inftda_sql.DomainError, match=r"reads main\.od, which the input reads too"):
+        _release(db, "od", domain=["od_places", "geo.parquet"], output="t")
+    assert objects(db) == [("od", "BASE TABLE"), ("od_places", "VIEW")]

@@ -120,6 +120,7 @@ def test_plan_options() -> None:
         (("plan", "db", "--hierarchy", "a", "--rho", "1"), "or --hierarchy and --domain"),
         (("plan", "--levels", "2", "--domain", "g"), "not both"),
         (("plan", "--hierarchy", "a", "--rho", "1"), "or --hierarchy and --domain"),
+        (("plan", "--hierarchy", "a", "--domain", "geo", "--rho", "1"), "--domain geo is a table"),
     ]:
         with pytest.raises(UsageError, match=message):
             parse.plan_options(_args(*argv))

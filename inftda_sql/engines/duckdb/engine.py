@@ -120,6 +120,7 @@ class DuckDBEngine:
             self._domains.append(dom)
             self._columns.append(dict(columns))
         self._shared = [sum(d is dom for d in self._domains) for dom in self._domains]
+        self._check_domains_are_not_the_input()
         self._check_targets()
         return check_budget(
             self.con,
@@ -128,6 +129,22 @@ class DuckDBEngine:
             req.mechanism.guarantee,
             override=req.budget_override,
         )
+
+    def _check_domains_are_not_the_input(self) -> None:
+        """A domain that reads what the input reads (the same table or file) would take the
+        categories from the private data while the release is recorded as private: refused."""
+        private = {k.lower() for k in self.input.resolved.keys}
+        for c, dom in enumerate(self._domains):
+            shared = [k for k in dom.resolved.keys if k.lower() in private]
+            if shared:
+                raise DomainError(
+                    f"the {self._domain_role(c)} ({dom.description}) reads {shared[0]}, which the "
+                    "input reads too: its categories would come from the private data. Pass the "
+                    "PUBLIC geography, or ",
+                    Arg("domain_from_data", True),
+                    " (recorded as not private)",
+                    param="domain",
+                )
 
     def _domain_role(self, chain: int) -> str:
         return f"domain of chain {chain + 1}" if len(self.request.spec.chains) > 1 else "domain"
