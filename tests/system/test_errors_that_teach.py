@@ -117,6 +117,31 @@ MISTAKES = [
         setup="INSERT INTO geo VALUES ('South', 'S9', 'n1a')",
     ),
     Mistake(
+        "hierarchy given fine to coarse",
+        _release(hierarchy=["mun", "province", "region"]),
+        "release {db} persons --hierarchy mun,province,region --domain geo --rho 1",
+        inftda_sql.DomainError,
+        ["is not nested", "look listed fine to coarse", "'mun' has more distinct values"],
+        ["hierarchy=['region', 'province', 'mun']"],
+        ["--hierarchy region,province,mun"],
+    ),
+    Mistake(
+        "one chain of two given fine to coarse",
+        lambda con, _: inftda_sql.release(
+            con,
+            "od_micro",
+            hierarchy=[["o_reg", "o_mun"], ["d_mun", "d_prov", "d_reg"]],
+            domain=["geo_o", "geo_d"],
+            rho=1.0,
+        ),
+        "release {db} od_micro --hierarchy o_reg,o_mun --hierarchy d_mun,d_prov,d_reg "
+        "--domain geo_o --domain geo_d --rho 1",
+        inftda_sql.DomainError,
+        ["domain of chain 2 is not nested", "'d_mun' has more distinct values than 'd_reg'"],
+        ["hierarchy=[['o_reg', 'o_mun'], ['d_reg', 'd_prov', 'd_mun']]"],
+        ["--hierarchy o_reg,o_mun --hierarchy d_reg,d_prov,d_mun"],
+    ),
+    Mistake(
         "a path that is not a DuckDB file",
         lambda con, d: connect(d / "trips.csv"),
         "release {dir}/trips.csv trips {geo}",
@@ -351,3 +376,17 @@ def test_a_real_process_prints_one_line_and_no_traceback(tmp_path: Path) -> None
     assert debug.returncode == 1
     assert "Traceback" in debug.stderr
     assert "OutputExistsError" in debug.stderr
+
+
+def test_a_domain_that_is_not_nested_coarse_to_fine_gets_no_reversal_hint(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """The hint to reverse a chain comes only when its first column has more distinct values
+    than its last; a real nesting mistake keeps its own fix."""
+    make_geo(con)
+    make_persons(con)
+    con.execute("INSERT INTO geo VALUES ('South', 'S9', 'n1a')").fetchall()
+    with pytest.raises(inftda_sql.DomainError) as info:
+        inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=1.0)
+    assert "codes unique across the whole domain" in str(info.value)
+    assert "fine to coarse" not in str(info.value) and info.value.param is None

@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._errors import DomainError
+from ..._errors import Arg, DomainError, Part
 from ...core.domains import match_columns
 from ...core.tree import ChainTree, code_paths
 from . import compile as _compile
@@ -64,8 +64,13 @@ def build_chain(
     domain_sql: str,
     types: Sequence[str],
     role: str,
+    hierarchy: Sequence[Sequence[str]] | None = None,
 ) -> ChainTree:
-    """Validate and code one chain's domain; register its code table as ``names.codes(index)``."""
+    """Validate and code one chain's domain; register its code table as ``names.codes(index)``.
+
+    ``hierarchy`` (every chain) lets a domain that is not nested because its chain was given
+    fine to coarse suggest the hierarchy to type instead.
+    """
     try:
         paths = arrow(con, _compile.domain_paths(chain, domain_sql, types))
     except duckdb.ConversionException as exc:
@@ -92,7 +97,8 @@ def build_chain(
                 )
     coded = code_paths(paths)
     if coded.tree is None:
-        _nesting_error(con, coded.paths, chain, coded.not_nested or 2, role, index, names)
+        hint = _reversed_hint(coded.paths, chain, index, hierarchy or [chain])
+        _nesting_error(con, coded.paths, chain, coded.not_nested or 2, role, index, names, hint)
         raise AssertionError("unreachable")  # pragma: no cover
     table = coded.paths
     for d, code in enumerate(coded.codes, start=1):
@@ -111,6 +117,7 @@ def _nesting_error(
     role: str,
     index: int,
     names: _compile.TempNames,
+    hint: Sequence[Part] = (),
 ) -> None:
     arrow_name = f"{names.codes(index)}_nesting"
     con.register(arrow_name, paths)
@@ -119,9 +126,34 @@ def _nesting_error(
     finally:
         con.unregister(arrow_name)
     value, p1, p2 = bad[0] if bad else ("?", "?", "?")
-    raise DomainError(
+    problem = (
         f"the {role} is not nested: {chain[depth - 1]}={value!r} is listed under "
-        f"{chain[depth - 2]}={p1!r} and {chain[depth - 2]}={p2!r}; every value must have one "
-        f"parent (use codes unique across the whole domain, e.g. prefix {chain[depth - 1]} with "
-        f"its {chain[depth - 2]})"
+        f"{chain[depth - 2]}={p1!r} and {chain[depth - 2]}={p2!r}; "
+    )
+    if hint:
+        raise DomainError(problem, *hint, param="hierarchy")
+    raise DomainError(
+        problem,
+        f"every value must have one parent (use codes unique across the whole domain, e.g. "
+        f"prefix {chain[depth - 1]} with its {chain[depth - 2]})",
+    )
+
+
+def _reversed_hint(
+    paths: pa.Table, chain: Sequence[str], index: int, hierarchy: Sequence[Sequence[str]]
+) -> tuple[Part, ...]:
+    """The fix of a chain given fine to coarse, or nothing: its first column has more distinct
+    values than its last (a parent level has fewer nodes than its children). Counts of
+    distinct values are not printed (the domain may come from the data)."""
+    first, last = chain[0], chain[-1]
+    n_first = pc.count_distinct(paths.column(0)).as_py()
+    n_last = pc.count_distinct(paths.column(paths.num_columns - 1)).as_py()
+    if len(chain) < 2 or n_first <= n_last:
+        return ()
+    fixed = [list(c) for c in hierarchy]
+    fixed[index] = list(reversed(chain))
+    return (
+        f"the columns look listed fine to coarse ({first!r} has more distinct values than "
+        f"{last!r}); reverse them, coarse to fine: ",
+        Arg("hierarchy", fixed if len(fixed) > 1 else fixed[0]),
     )

@@ -233,7 +233,9 @@ class DuckDBEngine:
             role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
             types = [join_type(inp.columns[col.lower()]) for col in chain]
             trees.append(
-                build_chain(self.con, self.names, c, chain, self._domain_sql[c], types, role)
+                build_chain(
+                    self.con, self.names, c, chain, self._domain_sql[c], types, role, spec.chains
+                )
             )
         return trees
 
