@@ -111,7 +111,7 @@ def _child(case: str, repeat: int) -> dict[str, object]:
         "ratio": rel / gb,
         "peak_rss_mb": max(peaks),
         "rss_before_mb": base_rss,
-        "levels": [lv.as_dict() for lv in result.levels],
+        "levels": [{**lv.as_dict(), "seconds": lv.seconds} for lv in result.levels],
         "timings": result.timings,
         "repeat": repeat,
     }

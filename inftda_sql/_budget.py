@@ -237,17 +237,19 @@ class Ledger:
         return "\n".join(lines)
 
 
-def ledger(con: duckdb.DuckDBPyConnection) -> Ledger:
+def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False) -> Ledger:
     """The releases recorded in ``con`` and, per base table, the budget spent and remaining.
 
-    Reads only: nothing is created in the database.
+    Reads only: nothing is created in the database. Each release's ``details`` leave out its
+    diagnostics (facts about the private input, and times, which depend on the data) unless
+    ``include_diagnostics=True``: those are for the data owner's eyes only.
 
     Example:
         >>> import duckdb
         >>> print(ledger(duckdb.connect()))
         no releases recorded
     """
-    releases = [r.values() for r in read_releases(con)]
+    releases = [(r if include_diagnostics else r.public()).values() for r in read_releases(con)]
     budgets = stored_budgets(con)
     per_table: dict[str, dict[str, Any]] = {}
 

@@ -45,10 +45,19 @@ class Release:
         levels_view: name of the view with every level as sums of the leaves (or None).
         release_id: the row of this release in the ledger table ``inftda_releases``.
         accounting: budget, (epsilon, delta), per-level sensitivity, rho and sigma.
-        levels: per level: parents, noised cells, surviving cells, sigma, seconds.
-        timings: seconds per stage.
+        levels: per level: parents, noised cells, surviving cells, sigma (public) and
+            seconds (NOT private).
+        timings: seconds per stage (NOT private).
         seeded: True if noise came from a test seed (NOT a private release).
         non_private: reasons why this release is not private (empty for a private one).
+        diagnostics: facts about the private input (NOT private).
+
+    What is public and what is not: the released table, the budget and the per-level facts
+    derived from released values may be shared. Times and diagnostics are for the data owner
+    only: a level's time grows with the number of its true non-empty cells, which the release
+    hides. :meth:`as_dict` keeps them under one key that says so, the printed summary marks the
+    times, and the ledger keeps them in its diagnostics, which :func:`~inftda_sql.publish` and
+    :func:`~inftda_sql.ledger` leave out.
     """
 
     output: str
@@ -78,6 +87,8 @@ class Release:
         return con.table(self.output)
 
     def as_dict(self) -> dict[str, Any]:
+        """The release as plain data; what is not private sits under the key
+        :attr:`NOT_PRIVATE` (times and diagnostics), everything else may be shared."""
         return {
             "release_id": self.release_id,
             "input": self.input,
@@ -90,11 +101,17 @@ class Release:
             "budget": self.accounting.as_dict(),
             "levels": [lv.as_dict() for lv in self.levels],
             "total": self.total,
-            "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "seeded": self.seeded,
             "non_private": list(self.non_private),
-            "diagnostics (not private)": dict(self.diagnostics),
+            self.NOT_PRIVATE: {
+                "seconds_per_stage": {k: round(v, 4) for k, v in self.timings.items()},
+                "seconds_per_level": [round(lv.seconds, 4) for lv in self.levels],
+                "diagnostics": dict(self.diagnostics),
+            },
         }
+
+    #: the key of :meth:`as_dict` that holds what must not be published
+    NOT_PRIVATE = "not private (for the data owner only)"
 
     def _level_rows(self) -> list[tuple[str, ...]]:
         return [
@@ -110,11 +127,11 @@ class Release:
             for lv in self.levels
         ]
 
-    _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s")
+    _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s*")
 
     def _budget_line(self) -> str:
         b = self.accounting.budget
-        tail = f"; released total {self.total:,}; {sum(self.timings.values()):.2f} s"
+        tail = f"; released total {self.total:,}"
         if self.guarantee != "zCDP":
             p = self.mechanism_params
             return (
@@ -138,14 +155,22 @@ class Release:
         lines += text_table(self._HEADER, self._level_rows(), left=1)
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
+        lines.append(self._timing_note())
         return "\n".join(lines)
+
+    def _timing_note(self) -> str:
+        return (
+            f"* seconds ({sum(self.timings.values()):.2f} s in all) depend on the private data: "
+            "for the data owner only, never published"
+        )
 
     def _repr_html_(self) -> str:
         warn = ""
         if self.non_private:
             warn = f"<p><b>NOT PRIVATE</b>: {html.escape('; '.join(self.non_private))}</p>"
         summary = html.escape(str(self).splitlines()[int(bool(self.non_private))])
-        return html_table(self._HEADER, self._level_rows(), before=f"{warn}<p>{summary}</p>")
+        table = html_table(self._HEADER, self._level_rows(), before=f"{warn}<p>{summary}</p>")
+        return f"{table}<p>{html.escape(self._timing_note())}</p>"
 
 
 def release(
@@ -302,6 +327,7 @@ def release(
                 result,
                 scan,
                 non_private,
+                stages.seconds,
             )
             record = engine.write(result, record)
     return Release(
@@ -361,8 +387,14 @@ def _record(
     result: TopDownResult,
     scan: Scan,
     non_private: list[str],
+    stage_seconds: dict[str, float],
 ) -> ReleaseRecord:
-    """The ledger row of a release (its id is assigned when it is written)."""
+    """The ledger row of a release (its id is assigned when it is written).
+
+    Its ``details`` keep what is not private (the input's diagnostics, the times) under keys
+    that start with ``diagnostics``: the public view of the row
+    (:meth:`~inftda_sql.engines.duckdb.ledger.ReleaseRecord.public`) leaves them out.
+    """
     budget, mech = request.budget, request.mechanism
     return ReleaseRecord(
         release_id=0,
@@ -397,6 +429,10 @@ def _record(
                 "mechanism_params": record_parameters(request, acct),
                 **_level_notes(acct),
                 "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
+                "diagnostics: seconds (not private: they depend on the data)": {
+                    "per_level": [round(lv.seconds, 4) for lv in result.levels],
+                    "per_stage": {k: round(v, 4) for k, v in stage_seconds.items()},
+                },
             }
         ),
     )

@@ -297,12 +297,13 @@ def evaluate(args: argparse.Namespace) -> int:
 
 
 def ledger(args: argparse.Namespace) -> int:
-    """The releases recorded in a database and the budget spent per input."""
+    """The releases recorded in a database and the budget spent per input (the diagnostics in
+    each release's details only with ``--include-diagnostics``)."""
     with _installed("ledger"):
         from .._budget import ledger as read_ledger
     con = _open(args.db, read_only=True)
     try:
-        result = read_ledger(con)
+        result = read_ledger(con, include_diagnostics=args.include_diagnostics)
     finally:
         con.close()
     if args.format == "table":

@@ -374,6 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
     lg = sub.add_parser("ledger", help="releases recorded in a database and the budget spent")
     lg.add_argument("db")
     lg.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    lg.add_argument(
+        "--include-diagnostics",
+        action="store_true",
+        help="keep each release's diagnostics (facts about the private input, times) in its "
+        "details: NOT private, for the data owner only",
+    )
 
     pb = sub.add_parser(
         "publish", help="copy a release (and nothing private) into a new file to share"

@@ -66,7 +66,13 @@ class ChainTree:
 
 @dataclass(frozen=True)
 class LevelStats:
-    """What one level did: public facts derived from released values only."""
+    """What one level did.
+
+    All but ``seconds`` are public facts derived from released values only (what
+    :meth:`as_dict` returns). ``seconds``, the level's wall time, is NOT private: it grows with
+    the number of true non-empty cells, which the release hides. It is for the data owner's
+    eyes (the progress bar, the summary, the ledger's diagnostics), never published.
+    """
 
     level: int
     name: str
@@ -77,6 +83,14 @@ class LevelStats:
     seconds: float
 
     def as_dict(self) -> dict[str, object]:
+        """The public facts of the level (everything but ``seconds``).
+
+        Example:
+            >>> LevelStats(1, "region", 1, 3, 2, 13.2, 0.5).as_dict()["surviving_cells"]
+            2
+            >>> "seconds" in LevelStats(1, "region", 1, 3, 2, 13.2, 0.5).as_dict()
+            False
+        """
         return {
             "level": self.level,
             "name": self.name,
@@ -84,7 +98,6 @@ class LevelStats:
             "noised_cells": self.noised_cells,
             "surviving_cells": self.surviving_cells,
             "sigma": self.sigma,
-            "seconds": round(self.seconds, 4),
         }
 
 

@@ -72,8 +72,11 @@ LEDGER_TABLE = "inftda_releases"
 BUDGET_TABLE = "inftda_budgets"
 #: the tables this package owns in a database
 LIBRARY_TABLES = (LEDGER_TABLE, BUDGET_TABLE)
-#: keys of a release's ``details`` that describe the private input (never published)
+#: keys of a release's ``details`` that describe the private input (never published): facts
+#: about the input and the times of the stages and levels, which depend on the data
 DIAGNOSTICS_PREFIX = "diagnostics"
+#: keys of ``details.levels[]`` that older rows hold and that are not private (wall times)
+_PRIVATE_LEVEL_KEYS = frozenset({"seconds"})
 
 
 def is_library_name(name: str) -> bool:
@@ -138,9 +141,18 @@ class ReleaseRecord:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def public(self) -> ReleaseRecord:
-        """This row without what describes the private input (the diagnostics in ``details``)."""
+        """This row without what describes the private input: the diagnostics in ``details``
+        (facts about the input, times), and the per-level ``seconds`` that rows written before
+        the times moved into the diagnostics still carry in ``details.levels``."""
         details = json.loads(self.details or "{}")
         kept = {k: v for k, v in details.items() if not k.startswith(DIAGNOSTICS_PREFIX)}
+        if isinstance(kept.get("levels"), list):
+            kept["levels"] = [
+                {k: v for k, v in lv.items() if k not in _PRIVATE_LEVEL_KEYS}
+                if isinstance(lv, dict)
+                else lv
+                for lv in kept["levels"]
+            ]
         return dataclasses.replace(self, details=json.dumps(kept))
 
 
