@@ -31,30 +31,64 @@ Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 
 from __future__ import annotations
 
-from ._budget import Ledger, ledger, set_budget
-from ._compat import connect, storage_version
-from ._errors import (
-    BudgetError,
-    BudgetExceededError,
-    ConcurrentWriteError,
-    DomainError,
-    InftdaError,
-    InputDataError,
-    InternalError,
-    OutputExistsError,
-    SpecError,
-)
-from ._evaluate import evaluate
-from ._planning import Plan, plan
-from ._plot import plot_evaluation, plot_zoom
-from ._publish import publish
-from ._release import Release, release
+import importlib
+from typing import TYPE_CHECKING
+
 from ._version import __version__
-from .core.accounting import Accounting, Budget
-from .core.domains import Domain
-from .core.intopt import intopt
-from .core.noise import sample_discrete_gaussian
-from .engines.duckdb.functions import register
+
+if TYPE_CHECKING:
+    from ._budget import Ledger, ledger, set_budget
+    from ._compat import connect, storage_version
+    from ._errors import (
+        BudgetError,
+        BudgetExceededError,
+        ConcurrentWriteError,
+        DomainError,
+        InftdaError,
+        InputDataError,
+        InternalError,
+        OutputExistsError,
+        SpecError,
+    )
+    from ._evaluate import evaluate
+    from ._planning import Plan, plan
+    from ._plot import plot_evaluation, plot_zoom
+    from ._publish import publish
+    from ._release import Release, release
+    from .core.accounting import Accounting, Budget
+    from .core.domains import Domain
+    from .core.intopt import intopt
+    from .core.noise import sample_discrete_gaussian
+    from .engines.duckdb.functions import register
+
+#: the module of each public name. They are imported on first use: ``import inftda_sql`` stays
+#: quick, so the command line starts handling Ctrl-C before the heavy imports (numpy, DuckDB).
+_HOMES = {
+    "._budget": ("Ledger", "ledger", "set_budget"),
+    "._compat": ("connect", "storage_version"),
+    "._errors": (
+        "BudgetError",
+        "BudgetExceededError",
+        "ConcurrentWriteError",
+        "DomainError",
+        "InftdaError",
+        "InputDataError",
+        "InternalError",
+        "OutputExistsError",
+        "SpecError",
+    ),
+    "._evaluate": ("evaluate",),
+    "._planning": ("Plan", "plan"),
+    "._plot": ("plot_evaluation", "plot_zoom"),
+    "._publish": ("publish",),
+    "._release": ("Release", "release"),
+    ".core.accounting": ("Accounting", "Budget"),
+    ".core.domains": ("Domain",),
+    ".core.intopt": ("intopt",),
+    ".core.noise": ("sample_discrete_gaussian",),
+    ".engines.duckdb.functions": ("register",),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Accounting",
@@ -87,3 +121,17 @@ __all__ = [
     "set_budget",
     "storage_version",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module on first use."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ._errors import SpecError
 from ._evaluate import EVALUATION_COLUMNS, compared_cells
+from ._interrupts import critical
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.sql import arrow
@@ -46,8 +47,9 @@ _RATES = ("false_discovery_rate", "false_negative_rate")
 def _figure(width: float, height: float) -> Figure:
     """A figure on an explicit Agg canvas (matplotlib imported here, lazily)."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        with critical():  # a Ctrl-C here is not a missing matplotlib
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - exercised by monkeypatching in the tests
         raise ImportError(_INSTALL) from exc
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained")

@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 
+from ._interrupts import Scope
 from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
@@ -259,6 +260,10 @@ def release(
     Returns:
         A :class:`Release` describing the output, the budget spent, and per-level statistics.
 
+    Ctrl-C before the output and its ledger row are committed cancels the release: nothing is
+    written or recorded. Once the commit has begun the release completes (its temporary objects
+    are dropped), then ``KeyboardInterrupt`` is raised: the release is recorded.
+
     Example:
         >>> import duckdb, inftda_sql
         >>> con = duckdb.connect()
@@ -295,6 +300,17 @@ def release(
         levels_view=levels_view,
         max_cells=max_cells,
     )
+    with Scope():  # Ctrl-C after the commit waits for the cleanup (see _interrupts)
+        return _run(con, request, progress, t_start)
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection,
+    request: ReleaseRequest,
+    progress: Callable[[LevelStats], None] | None,
+    t_start: float,
+) -> Release:
+    """The stages of a checked request."""
     stages = _Stages()
     with DuckDBEngine(con, request) as engine:
         budget_note = engine.prepare()

@@ -22,6 +22,7 @@ import duckdb
 
 from .._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from .._errors import InftdaError
+from .._interrupts import critical
 from .._release import release
 from .._version import __version__
 from ..core.domains import Domain
@@ -49,9 +50,12 @@ class Unavailable(InftdaError):
 
 @contextlib.contextmanager
 def _installed(feature: str) -> Iterator[None]:
-    """Turn a failed import of a part of the package into an error naming ``feature``."""
+    """Turn a failed import of a part of the package into an error naming ``feature``. The
+    imports run to their end before a Ctrl-C is delivered (a C extension cut in its start
+    fails to load: that is no missing feature)."""
     try:
-        yield
+        with critical():
+            yield
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "inftda_sql":
             raise
@@ -63,7 +67,8 @@ def _installed(feature: str) -> Iterator[None]:
 def _require_matplotlib(feature: str) -> None:
     """Fail before any work if ``feature`` needs matplotlib and it is not installed."""
     try:
-        import matplotlib  # noqa: F401
+        with critical():  # a Ctrl-C here is not a missing matplotlib
+            import matplotlib  # noqa: F401
     except ImportError:
         raise Unavailable(f"{feature} needs matplotlib: pip install 'inftda-sql[plot]'") from None
 

@@ -19,12 +19,13 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._errors import InftdaError, InftdaWarning
 from .._tables import text_table
-from ..core.spec import parse_hierarchy
-from ..core.tree import LevelStats
+
+if TYPE_CHECKING:
+    from ..core.tree import LevelStats
 
 __all__ = [
     "PROGRESS_DELAY",
@@ -165,7 +166,11 @@ class Progress:
         self.start = time.perf_counter()
         if self.enabled:
             self.thread = threading.Thread(target=self._tick, name="inftda-progress", daemon=True)
-            self.thread.start()
+            try:
+                self.thread.start()
+            except BaseException:  # Ctrl-C here: `with` will not call __exit__, so stop now
+                self.__exit__(None, None, None)
+                raise
         return self
 
     def __exit__(
@@ -174,14 +179,17 @@ class Progress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join()
-        with self.lock:
-            if self.visible:  # keep the lines of the levels done, remove the bar
-                lines = "".join(f"\r\033[K{line}\n" for line in self.pending)
-                self.stream.write(f"{lines}\r\033[K")
-                self.stream.flush()
+        self.stop.set()  # the thread draws nothing more, even if the join below is cut short
+        try:
+            if self.thread is not None:
+                self.thread.join()
+        finally:  # a Ctrl-C during the join still leaves the terminal clean
+            with self.lock:
+                if self.visible:  # keep the lines of the levels done, remove the bar
+                    lines = "".join(f"\r\033[K{line}\n" for line in self.pending)
+                    self.stream.write(f"{lines}\r\033[K")
+                    self.stream.flush()
+                    self.visible = False
 
     def _tick(self) -> None:
         while not self.stop.wait(PROGRESS_TICK):
@@ -221,6 +229,8 @@ def level_names(hierarchy: object, tree: object) -> list[str]:
         >>> level_names(["region", "mun"], None), level_names("region", None)
         (['region', 'mun'], [])
     """
+    from ..core.spec import parse_hierarchy
+
     try:
         spec = parse_hierarchy(hierarchy, tree if isinstance(tree, str) else None)
     except InftdaError:

@@ -293,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="inftda-sql",
         description="Differentially private hierarchical counts (InfTDA) on DuckDB.",
-        epilog="Exit codes: 0 success, 2 usage error, 1 any other error.",
+        epilog="Exit codes: 0 success, 2 usage error, 1 any other error, 130 interrupted (Ctrl-C) "
+        "before anything was recorded.",
     )
     p.add_argument("--version", action="version", version=f"inftda-sql {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import Arg, InternalError, SpecError
+from .._interrupts import critical
 from ..core.accounting import Budget
 from ..core.arrays import I64
 from ..core.tree import TopDownResult
@@ -36,7 +37,8 @@ SOLVER_HINT = "pip install 'inftda-sql[solver]'"
 def require_solver() -> tuple[Any, Any]:
     """``(scipy.optimize, scipy.sparse)``, or a SpecError naming the extra that provides them."""
     try:
-        from scipy import optimize, sparse  # type: ignore[import-untyped, unused-ignore]
+        with critical():  # a Ctrl-C here is not a missing scipy
+            from scipy import optimize, sparse  # type: ignore[import-untyped, unused-ignore]
     except ImportError as exc:
         raise SpecError(
             "mechanism 'tda_linf_solver' needs scipy (scipy.optimize.milp with HiGHS), which is "

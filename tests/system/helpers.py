@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -76,3 +83,131 @@ def snapshot(con: duckdb.DuckDBPyConnection) -> list[Any]:
         n = con.execute(f'SELECT count(*) FROM "{schema}"."{name}"').fetchall()[0][0]
         out.append((schema, name, kind, n))
     return out
+
+
+def leftovers(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Temporary objects of a release still in the catalog (tables, views, registrations)."""
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE starts_with(table_name, '__inftda') ORDER BY 1"
+        ).fetchall()
+    ]
+
+
+def fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> tuple[Any, ...]:
+    """Row count and an order-free hash of every row of ``table``."""
+    return tuple(con.execute(f'SELECT count(*), sum(hash(t)) FROM "{table}" AS t').fetchall()[0])
+
+
+def release_outcome(db: Path, output: str, *, total: int | None = None) -> str:
+    """What a release into ``output`` left in the file ``db``: ``"recorded"`` (the table, its
+    levels view and exactly one ledger row naming it, counts positive and summing to ``total``
+    if given), ``"nothing"`` (none of them), or a description of anything in between."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        kinds = dict(
+            con.execute(
+                "SELECT table_name, table_type FROM information_schema.tables "
+                "WHERE table_schema = 'main'"
+            ).fetchall()
+        )
+        rows = 0
+        if "inftda_releases" in kinds:
+            rows = con.execute(
+                "SELECT count(*) FROM inftda_releases WHERE output_table = $o", {"o": output}
+            ).fetchall()[0][0]
+        has_table = kinds.get(output) == "BASE TABLE"
+        has_view = kinds.get(f"{output}_levels") == "VIEW"
+        if not (has_table or has_view or rows):
+            return "nothing"
+        if has_table and has_view and rows == 1:
+            n_bad, released = con.execute(
+                f'SELECT count(*) FILTER (WHERE count <= 0), sum(count) FROM "{output}"'
+            ).fetchall()[0]
+            if n_bad == 0 and (total is None or released == total):
+                return "recorded"
+            return f"recorded but wrong: {n_bad} non-positive counts, total {released}"
+        return f"partial: table {has_table}, levels view {has_view}, {rows} ledger row(s)"
+
+
+def interrupted_run(
+    argv: list[str], delay: float, sig: int, *, terminal: bool = False
+) -> tuple[int, str]:
+    """Run ``argv``, send it ``sig`` after ``delay`` seconds (if still running); return its
+    exit code (negative: killed by that signal) and what it wrote on stderr. With
+    ``terminal``, stderr is a pseudo-terminal (so a progress bar is drawn)."""
+    if not terminal:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        return proc.returncode, err.decode(errors="replace")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    shown: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the child closed the terminal
+                return
+            if not chunk:
+                return
+            shown.append(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    proc.communicate(timeout=120)
+    reader.join(timeout=10)
+    os.close(leader)
+    return proc.returncode, b"".join(shown).decode(errors="replace")
+
+
+def fresh_copy(base: Path, db: Path) -> None:
+    """``db`` becomes a copy of the database file ``base`` (any log of an earlier ``db``
+    removed: DuckDB would replay it onto the copy)."""
+    Path(f"{db}.wal").unlink(missing_ok=True)
+    db.write_bytes(base.read_bytes())
+
+
+#: a release of :func:`small_od_database` on the command line (``{db}``: the file)
+OD_RELEASE = [
+    "release", "{db}", "trips",
+    "--hierarchy", "o_region,o_province,o_mun", "--hierarchy", "d_region,d_province,d_mun",
+    "--tree", "destination", "--domain", "geo_origin", "--domain", "geo_destination",
+    "--rho", "1",
+]  # fmt: skip
+
+
+def small_od_database(path: Path) -> Path:
+    """A file database with a small Italy-like O/D table (144K trips): a release on it takes
+    about a second in a new process, most of it Python starting."""
+    from inftda_sql.synthetic import italy_like
+
+    with duckdb.connect(str(path)) as con:
+        italy_like(con, scale=0.005, seed=0)
+    return path
+
+
+def startup_and_duration(
+    base: Path, db: Path, argv: list[str], *, prelude: str = "import inftda_sql.cli"
+) -> tuple[float, float]:
+    """Seconds a new Python process takes to run ``prelude`` (its start-up and the imports
+    before this package's own code runs, where no package can handle signals; the slowest of
+    three, with a margin), and seconds ``argv`` takes on a fresh copy of ``base``."""
+    starts = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", prelude], check=True)
+        starts.append(time.perf_counter() - t0)
+    fresh_copy(base, db)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    return 1.5 * max(starts), time.perf_counter() - t0

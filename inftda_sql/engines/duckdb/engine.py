@@ -9,6 +9,7 @@ from types import TracebackType
 import duckdb
 
 from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
+from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.domains import unwrap
@@ -92,8 +93,9 @@ class DuckDBEngine:
         reads, and check the budget of every base table the input reads: before any work."""
         req = self.request
         # fail fast (before any work) if the caller left a transaction open
-        begin_transaction(self.con)
-        run(self.con, "ROLLBACK")
+        with critical():  # Ctrl-C between the two would leave the probe's transaction open
+            begin_transaction(self.con)
+            run(self.con, "ROLLBACK")
         self._output = resolve_target(self.con, req.output)
         if req.levels_view:
             self._view = resolve_target(self.con, req.levels_view)
@@ -277,6 +279,13 @@ class DuckDBEngine:
         )
 
     def close(self) -> None:
+        """Drop every temporary object of the release. Ctrl-C waits for it (a half-done cleanup
+        would leave objects behind, and DuckDB would report the interrupt as an error that the
+        cleanup ignores)."""
+        with critical():
+            self._drop_temporaries()
+
+    def _drop_temporaries(self) -> None:
         for src in self._sources:
             drop_temp(self.con, src)
         for table in (self.names.leaf, self.names.keys):

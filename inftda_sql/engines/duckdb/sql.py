@@ -4,20 +4,25 @@ Static SQL lives in ``sql/*.sql`` at the top of the repository; the wheel ships 
 ``inftda_sql/sql`` (hatch ``force-include``) and it is read with :mod:`importlib.resources`.
 Identifiers are quoted through :func:`ident` only after they were checked against the catalog;
 values are always bound as parameters. DuckDB 2.0 keeps an unfinished ``execute()`` result
-open on the connection, so every helper here fetches its result completely.
+open on the connection, so every helper here fetches its result completely. A Ctrl-C that
+DuckDB reports as ``RuntimeError('Query interrupted')`` leaves them as ``KeyboardInterrupt``
+(see :mod:`inftda_sql._interrupts`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import string
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+
+from ..._interrupts import is_interrupt
 
 __all__ = ["arrow", "ident", "qualified", "render", "rows", "run", "scalar", "template"]
 
@@ -74,19 +79,32 @@ def render(name: str, /, **parts: str) -> str:
     return string.Template(template(name)).substitute(parts)
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """DuckDB's report of a Ctrl-C during a query, raised as the KeyboardInterrupt it was."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from exc
+        raise
+
+
 def run(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> None:
     """Execute a statement (or several, separated by ';') and finish its result."""
-    if params:
-        con.execute(sql, dict(params)).fetchall()
-    else:
-        con.execute(sql).fetchall()
+    with _interruptible():
+        if params:
+            con.execute(sql, dict(params)).fetchall()
+        else:
+            con.execute(sql).fetchall()
 
 
 def rows(
     con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
 ) -> list[tuple[Any, ...]]:
     """Run a query and return all its rows (small results only)."""
-    return con.execute(sql, dict(params) if params else None).fetchall()
+    with _interruptible():
+        return con.execute(sql, dict(params) if params else None).fetchall()
 
 
 def scalar(
@@ -99,4 +117,5 @@ def scalar(
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """Run a query and return its result as an Arrow table (zero-copy columnar)."""
-    return con.sql(sql).to_arrow_table()
+    with _interruptible():
+        return con.sql(sql).to_arrow_table()

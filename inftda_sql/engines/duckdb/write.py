@@ -14,6 +14,11 @@ that missed any committed release takes the id of the first one it missed.) The 
 :class:`~inftda_sql.ConcurrentWriteError` that says to retry; run again, it sees the other
 release and its spending. Another process cannot write the same file at all: DuckDB lets one
 read-write process open a file (``inftda_sql.connect`` says so).
+
+**Ctrl-C** (:mod:`inftda_sql._interrupts`) cancels the work until COMMIT. BEGIN, COMMIT and
+ROLLBACK themselves run with Ctrl-C deferred, so the transaction is never left open on the
+connection and the commit either happens or not; after it, the work is recorded and Ctrl-C waits
+for the end of ``release()`` (or of the command).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import duckdb
 import pyarrow as pa
 
 from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError
+from ..._interrupts import committed, critical
 from ...core.accounting import Budget
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
@@ -70,13 +76,14 @@ def _is_conflict(exc: BaseException) -> bool:
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> str | None:
-    """ROLLBACK; never raises. Returns why it failed, if it did and that matters (a failed
-    COMMIT has already ended the transaction: nothing is left to roll back)."""
-    try:
-        run(con, "ROLLBACK")
-    except duckdb.Error as failure:
-        if "no transaction is active" not in str(failure).lower():
-            return _first_line(failure)
+    """ROLLBACK (Ctrl-C waits for it); never raises. Returns why it failed, if it did and that
+    matters (a failed COMMIT has already ended the transaction: nothing is left to roll back)."""
+    with critical():
+        try:
+            run(con, "ROLLBACK")
+        except duckdb.Error as failure:
+            if "no transaction is active" not in str(failure).lower():
+                return _first_line(failure)
     return None
 
 
@@ -87,12 +94,24 @@ def atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
     A write-write conflict with another writer becomes a :class:`ConcurrentWriteError` that
     says to retry. The error that made the transaction fail (a failing COMMIT included) is the
     one raised; a ROLLBACK that fails after it is added to it as a note, never raised instead.
+
+    Ctrl-C raises KeyboardInterrupt inside the block (and rolls it back); BEGIN and COMMIT wait
+    for it, so the transaction is opened and closed whole, and after COMMIT the work counts as
+    recorded (:func:`~inftda_sql._interrupts.committed`).
     """
-    begin_transaction(con)
+    opened = False
     try:
+        with critical():
+            begin_transaction(con)
+            opened = True
         yield
-        run(con, "COMMIT")
+        with critical():
+            run(con, "COMMIT")
+            opened = False
+            committed()
     except BaseException as exc:
+        if not opened:  # BEGIN refused (the caller's transaction), or COMMIT done
+            raise
         rollback_failure = _rollback(con)
         error: BaseException = exc
         if _is_conflict(exc):
@@ -155,7 +174,7 @@ def write_release(
                 record, release_id=next_release_id(con), base_tables=list(source.keys)
             )
             insert_release(con, record)
-    finally:
-        with contextlib.suppress(duckdb.Error):  # never hides the error that got us here
+    finally:  # never hides the error that got us here, and Ctrl-C waits for it
+        with critical(), contextlib.suppress(duckdb.Error):
             con.unregister(names.released)
     return record

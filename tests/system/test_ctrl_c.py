@@ -1,0 +1,249 @@
+"""Ctrl-C during a release: before the commit nothing is recorded, from the commit on the release
+completes; the command line exits 130 or 0 accordingly and never asks for a bug report.
+
+The deterministic tests raise SIGINT at chosen statements of the release (in this process);
+the statistical one sends it to a real ``inftda-sql release`` at random moments.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import inftda_sql
+from inftda_sql.cli import commands as cli_commands
+from inftda_sql.cli import main
+from inftda_sql.engines.duckdb import ledger as ledger_module
+from inftda_sql.engines.duckdb import write as write_module
+from tests.system.helpers import (
+    OD_RELEASE,
+    fresh_copy,
+    interrupted_run,
+    leftovers,
+    make_geo,
+    make_persons,
+    release_outcome,
+    small_od_database,
+    snapshot,
+    startup_and_duration,
+)
+
+GEO = ["region", "province", "mun"]
+GEO_FLAGS = ["--hierarchy", "region,province,mun", "--domain", "geo", "--rho", "1"]
+
+
+@pytest.fixture
+def persons(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    make_geo(con)
+    make_persons(con)
+    return con
+
+
+@pytest.fixture
+def persons_db(tmp_path: Path) -> Path:
+    db = tmp_path / "persons.duckdb"
+    with duckdb.connect(str(db)) as con:
+        make_geo(con)
+        make_persons(con)
+    return db
+
+
+def _sigint_at(
+    monkeypatch: pytest.MonkeyPatch, module: Any, matches: Callable[[str], bool]
+) -> list[str]:
+    """Raise SIGINT just before the first statement of ``module.run`` that ``matches``."""
+    original = module.run
+    seen: list[str] = []
+
+    def run(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> None:
+        if matches(sql) and not seen:
+            seen.append(sql)
+            signal.raise_signal(signal.SIGINT)
+        original(con, sql, params)
+
+    monkeypatch.setattr(module, "run", run)
+    return seen
+
+
+def _no_open_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    try:
+        con.execute("BEGIN TRANSACTION").fetchall()
+    except duckdb.Error:
+        return False
+    con.execute("ROLLBACK").fetchall()
+    return True
+
+
+def _release(con: duckdb.DuckDBPyConnection, **kw: Any) -> inftda_sql.Release:
+    return inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=1.0, **kw)
+
+
+# ---------------------------------------------------------------------------------- Python
+
+
+BEFORE_COMMIT = {
+    "BEGIN": (write_module, lambda sql: sql.startswith("BEGIN")),
+    "writing the output": (write_module, lambda sql: "CREATE TABLE" in sql),
+    "creating the levels view": (write_module, lambda sql: "CREATE VIEW" in sql),
+    "inserting the ledger row": (ledger_module, lambda sql: sql.lstrip().startswith("INSERT")),
+}
+
+
+@pytest.mark.parametrize("moment", list(BEFORE_COMMIT))
+def test_ctrl_c_before_the_commit_records_nothing(
+    persons: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, moment: str
+) -> None:
+    before = snapshot(persons)
+    module, matches = BEFORE_COMMIT[moment]
+    seen = _sigint_at(monkeypatch, module, matches)
+    with pytest.raises(KeyboardInterrupt):
+        _release(persons)
+    assert seen, f"no statement matched {moment!r}"
+    assert snapshot(persons) == before
+    assert leftovers(persons) == []
+    assert _no_open_transaction(persons)
+
+
+def test_ctrl_c_while_the_levels_are_computed_records_nothing(
+    persons: duckdb.DuckDBPyConnection,
+) -> None:
+    before = snapshot(persons)
+
+    def progress(stats: Any) -> None:
+        if stats.level == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        _release(persons, progress=progress)
+    assert snapshot(persons) == before
+    assert leftovers(persons) == []
+
+
+def test_ctrl_c_during_the_commit_completes_the_release(
+    persons: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _sigint_at(monkeypatch, write_module, lambda sql: sql == "COMMIT")
+    with pytest.raises(KeyboardInterrupt):  # delivered once the release is complete
+        _release(persons)
+    assert seen
+    assert persons.execute("SELECT sum(count) FROM persons_private").fetchall() == [(16,)]
+    assert persons.execute("SELECT count(*) FROM persons_private_levels").fetchall()[0][0] > 0
+    assert persons.execute("SELECT output_table FROM inftda_releases").fetchall() == [
+        ("persons_private",)
+    ]
+    assert leftovers(persons) == []
+    assert _no_open_transaction(persons)
+
+
+def test_ctrl_c_during_the_cleanup_lets_it_finish(
+    persons: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's cleanup ignores DuckDB errors; a Ctrl-C must neither be swallowed by that
+    nor cut the cleanup short."""
+    from inftda_sql.engines.duckdb import engine as engine_module
+
+    seen = _sigint_at(monkeypatch, engine_module, lambda sql: sql.startswith("DROP"))
+    with pytest.raises(KeyboardInterrupt):
+        _release(persons)
+    assert seen
+    assert leftovers(persons) == []
+    assert persons.execute("SELECT count(*) FROM inftda_releases").fetchall() == [(1,)]
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def test_cli_ctrl_c_before_the_commit_exits_130(
+    persons_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _sigint_at(monkeypatch, write_module, lambda sql: "CREATE TABLE" in sql)
+    code = main(["release", str(persons_db), "persons", *GEO_FLAGS])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (130, "", "interrupted: nothing was recorded\n")
+    assert release_outcome(persons_db, "persons_private") == "nothing"
+
+
+def test_cli_ctrl_c_after_the_commit_exits_0(
+    persons_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _sigint_at(monkeypatch, write_module, lambda sql: sql == "COMMIT")
+    code = main(["release", str(persons_db), "persons", *GEO_FLAGS])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "release #1: persons -> persons_private" in out
+    assert err == "note: Ctrl-C came after the result was recorded, so the command completed\n"
+    assert release_outcome(persons_db, "persons_private") == "recorded"
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [RuntimeError("Query interrupted"), duckdb.InterruptException("INTERRUPT Error")],
+    ids=["duckdb-query-interrupted", "duckdb-interrupt-exception"],
+)
+def test_cli_duckdbs_own_reports_of_ctrl_c_exit_130(
+    persons_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    raised: BaseException,
+) -> None:
+    """However DuckDB reports an interrupt, it is not an unexpected error to report."""
+
+    def release(*args: Any, **kw: Any) -> None:
+        raise raised
+
+    monkeypatch.setattr(cli_commands, "release", release)
+    code = main(["release", str(persons_db), "persons", *GEO_FLAGS])
+    _, err = capsys.readouterr()
+    assert (code, err) == (130, "interrupted: nothing was recorded\n")
+
+
+# ---------------------------------------------------------------------------------- real process
+
+
+@pytest.fixture
+def small_od_db(tmp_path: Path) -> Path:
+    return small_od_database(tmp_path / "base.duckdb")
+
+
+#: the child runs the CLI as the console script does (main() without argv), its progress bar
+#: drawn at once (on a terminal: the drawing thread runs too)
+PRELUDE = "import sys; from inftda_sql.cli import console, main"
+CHILD = f"{PRELUDE}; console.PROGRESS_DELAY = 0; sys.exit(main())"
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_random_moments_of_a_real_release(small_od_db: Path, tmp_path: Path) -> None:
+    """SIGINT at 24 random moments of `inftda-sql release` (half of them with the progress bar
+    on a terminal): exit 130 and nothing recorded, or exit 0 and the release complete; never
+    a traceback or a request to report a bug.
+
+    The moments are drawn after Python's own start and the child's first line (before
+    ``main()`` runs, where no package can handle signals) up to the end of the release, both
+    measured first.
+    """
+    rng = random.Random(20251122)
+    db = tmp_path / "t.duckdb"
+    argv = [sys.executable, "-c", CHILD, *(a.format(db=db) for a in OD_RELEASE)]
+    start, total = startup_and_duration(small_od_db, db, [*argv, "--quiet"], prelude=PRELUDE)
+    outcomes: dict[str, int] = {}
+    for i in range(24):
+        fresh_copy(small_od_db, db)
+        delay = rng.uniform(start, total * 1.1)
+        code, err = interrupted_run(argv, delay, signal.SIGINT, terminal=i % 2 == 1)
+        outcome = release_outcome(db, "trips_private")
+        context = f"SIGINT after {delay:.3f} s: exit {code}, {outcome}, stderr {err[-300:]!r}"
+        assert "report" not in err and "Traceback" not in err, context
+        if code == 0:
+            assert outcome == "recorded", context
+        else:
+            assert (code, outcome) == (130, "nothing"), context
+            assert err.rstrip("\r\n\033[K").endswith("interrupted: nothing was recorded"), context
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    assert outcomes.get("nothing", 0) >= 5, outcomes  # the moments did fall inside the release
