@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,13 @@ import duckdb
 
 from .._compat import COMPATIBLE_STORAGE_VERSION, connect, storage_version
 from .._errors import InftdaError
-from .._interrupts import critical
+from .._interrupts import committed, critical
 from .._release import release
 from .._version import __version__
 from ..core.domains import Domain
 from ..engines.duckdb.catalog import file_spelling
 from ..engines.duckdb.ledger import read_releases
+from ..engines.duckdb.sql import ident, render, rows, run, scalar
 from . import console
 from .parse import UsageError, chains, plan_domain, plan_options, release_options
 
@@ -89,10 +92,6 @@ def _open(
     return connect(path, read_only=read_only, storage_version=storage)
 
 
-def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
-    return con.execute(sql).fetchall()[0][0]
-
-
 def _storage_note(con: duckdb.DuckDBPyConnection, db: str) -> str | None:
     version = storage_version(con)
     if version is None or version.split(".")[0] in ("v0", "v1"):
@@ -114,66 +113,40 @@ def _is_demo_file(path: Path) -> bool:
     """True if ``path`` is a DuckDB file an earlier demo made (safe to rebuild)."""
     try:
         with duckdb.connect(str(path), read_only=True) as con:
-            return bool(
-                con.execute(
-                    "SELECT count(*) FROM information_schema.tables WHERE table_name = $t",
-                    {"t": _DEMO_MARKER},
-                ).fetchall()[0][0]
-            )
+            return bool(scalar(con, render("demo.has_marker"), {"marker": _DEMO_MARKER}))
     except duckdb.Error:
         return False
 
 
-def demo(args: argparse.Namespace) -> int:
-    """Build a demo database of synthetic Italy-like O/D trips and release it."""
-    from ..synthetic import italy_like
+def _remove_database(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    Path(f"{path}.wal").unlink(missing_ok=True)
 
+
+def demo(args: argparse.Namespace) -> int:
+    """Build a demo database of synthetic Italy-like O/D trips and release it.
+
+    The file is built aside, under a temporary name in the same folder, and renamed over
+    ``--db`` at the end: an interrupted demo leaves the target as it was (no empty file that a
+    later demo would refuse to replace) and removes its temporary file.
+    """
     db = Path(args.db)
-    if db.exists():
-        if not (args.overwrite or _is_demo_file(db)):
-            raise InftdaError(
-                f"{str(db)!r} exists and was not made by `inftda-sql demo`; pass "
-                "--overwrite to replace it or --db to choose another file"
-            )
-        db.unlink()
-        Path(str(db) + ".wal").unlink(missing_ok=True)
-    con = connect(db, storage_version=args.storage_version)
-    try:
-        t0 = time.perf_counter()
-        data = italy_like(con, scale=args.scale, seed=args.data_seed)
-        con.execute(
-            f"CREATE TABLE {_DEMO_MARKER} AS SELECT 'made by inftda-sql demo' AS note"
-        ).fetchall()
-        print(
-            f"created {db}: geography '{data.geo}' (20 regions, "
-            f"{_scalar(con, f'SELECT count(DISTINCT province) FROM {data.geo}')} provinces, "
-            f"{_scalar(con, f'SELECT count(*) FROM {data.geo}'):,} municipalities) and "
-            f"'{data.trips}' ({data.trips_total:,} trips over {data.pairs:,} O/D pairs) "
-            f"in {time.perf_counter() - t0:.1f} s"
+    if db.exists() and not (args.overwrite or _is_demo_file(db)):
+        raise InftdaError(
+            f"{str(db)!r} exists and was not made by `inftda-sql demo`; pass "
+            "--overwrite to replace it or --db to choose another file"
         )
-        names = console.level_names(data.hierarchy, "destination")
-        with console.Progress(names, enabled=not args.quiet) as progress:
-            r = release(
-                con,
-                data.trips,
-                hierarchy=data.hierarchy,
-                # one geography for both chains: o_region/d_region read region by their
-                # prefix (and so on); the leaves are named otherwise
-                domain=Domain(data.geo, columns={"o_mun": "municipality", "d_mun": "municipality"}),
-                tree="destination",
-                epsilon=args.epsilon,
-                delta=args.delta,
-                output="trips_private",
-                progress=progress,
-            )
-        print(r)
-        o_mun, d_mun = con.execute(
-            "SELECT o_mun, d_mun FROM trips_private WHERE o_mun <> d_mun "
-            "ORDER BY count DESC, o_mun, d_mun LIMIT 1"
-        ).fetchall()[0]
-        version = storage_version(con)
-    finally:
-        con.close()
+    building = db.with_name(f"{db.name}.tmp-{uuid.uuid4().hex[:12]}")
+    try:
+        (o_mun, d_mun), version = _build_demo(building, args)
+        with critical():  # the demo's commit: the new file replaces the target, or nothing does
+            Path(f"{db}.wal").unlink(missing_ok=True)  # the old file's log must not replay on it
+            os.replace(building, db)
+            committed()
+    except BaseException:
+        with critical():
+            _remove_database(building)
+        raise
     readable = (
         f"storage format {version}: DuckDB {version[1:]} and later (DBeaver, the DuckDB CLI, "
         "Node, Python) open it"
@@ -194,6 +167,44 @@ Try it (duckdb {db}):
     GROUP BY ALL ORDER BY trips DESC LIMIT 5;
 Then: inftda-sql evaluate {db} trips trips_private --plot errors.png --zoom zoom.png""")
     return 0
+
+
+def _build_demo(path: Path, args: argparse.Namespace) -> tuple[tuple[Any, Any], str | None]:
+    """Generate the data into the new file ``path`` and release it; return the largest flow
+    between two municipalities and the file's storage version."""
+    from ..synthetic import italy_like
+
+    con = connect(path, storage_version=args.storage_version)
+    try:
+        t0 = time.perf_counter()
+        data = italy_like(con, scale=args.scale, seed=args.data_seed)
+        run(con, render("demo.create_marker", marker=ident(_DEMO_MARKER)))
+        provinces, municipalities = rows(con, render("demo.geography", geo=ident(data.geo)))[0]
+        print(
+            f"generated geography '{data.geo}' (20 regions, {provinces} provinces, "
+            f"{municipalities:,} municipalities) and '{data.trips}' ({data.trips_total:,} trips "
+            f"over {data.pairs:,} O/D pairs) in {time.perf_counter() - t0:.1f} s"
+        )
+        names = console.level_names(data.hierarchy, "destination")
+        with console.Progress(names, enabled=not args.quiet) as progress:
+            r = release(
+                con,
+                data.trips,
+                hierarchy=data.hierarchy,
+                # one geography for both chains: o_region/d_region read region by their
+                # prefix (and so on); the leaves are named otherwise
+                domain=Domain(data.geo, columns={"o_mun": "municipality", "d_mun": "municipality"}),
+                tree="destination",
+                epsilon=args.epsilon,
+                delta=args.delta,
+                output="trips_private",
+                progress=progress,
+            )
+        print(r)
+        o_mun, d_mun = rows(con, render("demo.top_flow", released=ident(r.output)))[0]
+        return (o_mun, d_mun), storage_version(con)
+    finally:
+        con.close()
 
 
 # ----------------------------------------------------------------------------------------------

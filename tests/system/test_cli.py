@@ -6,7 +6,9 @@ import io
 import json
 import os
 import pty
+import random
 import select
+import signal
 import subprocess
 import sys
 import types
@@ -24,7 +26,7 @@ from inftda_sql.cli import commands as _cli
 from inftda_sql.cli import main
 from inftda_sql.cli.console import Progress as _Progress
 from inftda_sql.core.tree import LevelStats
-from tests.system.helpers import make_geo, make_persons
+from tests.system.helpers import interrupted_run, make_geo, make_persons
 
 ROOT = Path(__file__).resolve().parents[2]
 GEO_FLAGS = ["--hierarchy", "region,province,mun", "--domain", "geo"]
@@ -226,6 +228,58 @@ def test_demo_rebuilds_its_own_file_and_protects_others(
     )
     assert code == 1
     assert "storage_version must be a DuckDB version such as 'v1.0.0'" in err
+
+
+def _aside_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name)
+
+
+def test_an_interrupted_demo_leaves_the_target_as_it_was(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo builds its file aside and renames it at the end: Ctrl-C (here during its
+    release) leaves no file, or the previous demo file intact, and no temporary file."""
+
+    def interrupted(*args: Any, **kw: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_cli, "release", interrupted)
+    fresh = tmp_path / "fresh.duckdb"
+    code, _, err = run(["demo", "--db", str(fresh), "--scale", "0.01", "--quiet"], capsys)
+    assert (code, err) == (130, "interrupted: nothing was recorded\n")
+    assert not fresh.exists()
+    before = demo.read_bytes()
+    code, _, _ = run(["demo", "--db", str(demo), "--scale", "0.01", "--quiet"], capsys)
+    assert code == 130
+    assert demo.read_bytes() == before
+    assert _aside_files(tmp_path) == []
+    monkeypatch.undo()  # the README's command works on what was left
+    code, _, err = run(["demo", "--db", str(fresh), "--scale", "0.01", "--quiet"], capsys)
+    assert code == 0, err
+    assert _query(fresh, "SELECT count(*) FROM inftda_releases") == [(1,)]
+    assert _aside_files(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_demo_cut_by_ctrl_c_at_random_moments_can_be_run_again(tmp_path: Path) -> None:
+    """A real `inftda-sql demo` interrupted at random moments: the file is a complete demo or
+    absent, nothing temporary stays, and the same command then succeeds."""
+    rng = random.Random(15)
+    db = tmp_path / "demo.duckdb"
+    argv = [sys.executable, "-m", "inftda_sql", "demo", "--db", str(db), "--scale", "0.005"]
+    argv.append("--quiet")
+    for _ in range(4):
+        code, err = interrupted_run(argv, rng.uniform(0.1, 1.2), signal.SIGINT)
+        assert code in (0, 130), err
+        assert "report" not in err and "Traceback" not in err, err
+        assert db.exists() == (code == 0), (code, err)
+        if db.exists():
+            assert _query(db, "SELECT count(*) FROM inftda_releases") == [(1,)]
+            db.unlink()
+        assert _aside_files(tmp_path) == []
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _query(db, "SELECT count(*) FROM trips_private") != [(0,)]
 
 
 # ---------------------------------------------------------------------------------- release

@@ -31,3 +31,23 @@ def test_a_missing_database_file_is_one_line(
         f"error: database file {str(tmp_path / 'nope.duckdb')!r} does not exist; check the path "
         "(or run `inftda-sql demo` to create demo.duckdb)\n"
     )
+
+
+def test_the_commands_run_sql_only_from_the_templates() -> None:
+    """SQL text lives in sql/*.sql (the demo's in sql/demo.sql): no command calls
+    ``execute``/``sql``/``query`` on a connection with a string of its own."""
+    import ast
+
+    import inftda_sql.cli
+
+    folder = Path(inftda_sql.cli.__file__).parent
+    for module in sorted(folder.glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        calls = [
+            node.func.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"execute", "sql", "query", "executemany"}
+        ]
+        assert calls == [], module.name
