@@ -184,19 +184,20 @@ def test_cli_ctrl_c_after_the_commit_exits_0(
 
 @pytest.mark.parametrize(
     "raised",
-    [RuntimeError("Query interrupted"), duckdb.InterruptException("INTERRUPT Error")],
+    [(RuntimeError, "Query interrupted"), (duckdb.InterruptException, "INTERRUPT Error")],
     ids=["duckdb-query-interrupted", "duckdb-interrupt-exception"],
 )
 def test_cli_duckdbs_own_reports_of_ctrl_c_exit_130(
     persons_db: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    raised: BaseException,
+    raised: tuple[type[BaseException], str],
 ) -> None:
     """However DuckDB reports an interrupt, it is not an unexpected error to report."""
 
     def release(*args: Any, **kw: Any) -> None:
-        raise raised
+        kind, text = raised
+        raise kind(text)
 
     monkeypatch.setattr(cli_commands, "release", release)
     code = main(["release", str(persons_db), "persons", *GEO_FLAGS])
