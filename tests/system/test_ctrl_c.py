@@ -56,17 +56,27 @@ def persons_db(tmp_path: Path) -> Path:
 
 
 def _sigint_at(
-    monkeypatch: pytest.MonkeyPatch, module: Any, matches: Callable[[str], bool]
+    monkeypatch: pytest.MonkeyPatch,
+    module: Any,
+    matches: Callable[[str], bool],
+    nth: int = 1,
+    *,
+    after: bool = False,
 ) -> list[str]:
-    """Raise SIGINT just before the first statement of ``module.run`` that ``matches``."""
+    """Raise SIGINT just before (or ``after``) the ``nth`` statement of ``module.run`` that
+    ``matches``."""
     original = module.run
     seen: list[str] = []
 
     def run(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> None:
-        if matches(sql) and not seen:
+        hit = matches(sql) and len(seen) == nth - 1
+        if matches(sql):
             seen.append(sql)
+        if hit and not after:
             signal.raise_signal(signal.SIGINT)
         original(con, sql, params)
+        if hit and after:
+            signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(module, "run", run)
     return seen
@@ -88,11 +98,19 @@ def _release(con: duckdb.DuckDBPyConnection, **kw: Any) -> inftda_sql.Release:
 # ---------------------------------------------------------------------------------- Python
 
 
+def _begin(sql: str) -> bool:
+    return sql.startswith("BEGIN")
+
+
+#: moment -> (the module whose run() executes the statement, which statement, its match number,
+#: SIGINT after the statement rather than before)
 BEFORE_COMMIT = {
-    "BEGIN": (write_module, lambda sql: sql.startswith("BEGIN")),
-    "writing the output": (write_module, lambda sql: "CREATE TABLE" in sql),
-    "creating the levels view": (write_module, lambda sql: "CREATE VIEW" in sql),
-    "inserting the ledger row": (ledger_module, lambda sql: sql.lstrip().startswith("INSERT")),
+    "before the check that no transaction is open": (write_module, _begin, 1, False),
+    "inside the check that no transaction is open": (write_module, _begin, 1, True),
+    "right after the write's BEGIN": (write_module, _begin, 2, True),
+    "writing the output": (write_module, lambda sql: "CREATE TABLE" in sql, 1, False),
+    "creating the levels view": (write_module, lambda sql: "CREATE VIEW" in sql, 1, False),
+    "inserting the ledger row": (ledger_module, lambda sql: "INSERT" in sql, 1, False),
 }
 
 
@@ -101,11 +119,11 @@ def test_ctrl_c_before_the_commit_records_nothing(
     persons: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, moment: str
 ) -> None:
     before = snapshot(persons)
-    module, matches = BEFORE_COMMIT[moment]
-    seen = _sigint_at(monkeypatch, module, matches)
+    module, matches, nth, after = BEFORE_COMMIT[moment]
+    seen = _sigint_at(monkeypatch, module, matches, nth, after=after)
     with pytest.raises(KeyboardInterrupt):
         _release(persons)
-    assert seen, f"no statement matched {moment!r}"
+    assert len(seen) == nth, f"no statement matched {moment!r}"
     assert snapshot(persons) == before
     assert leftovers(persons) == []
     assert _no_open_transaction(persons)
@@ -126,10 +144,11 @@ def test_ctrl_c_while_the_levels_are_computed_records_nothing(
     assert leftovers(persons) == []
 
 
+@pytest.mark.parametrize("after", [False, True], ids=["during", "right after"])
 def test_ctrl_c_during_the_commit_completes_the_release(
-    persons: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+    persons: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, after: bool
 ) -> None:
-    seen = _sigint_at(monkeypatch, write_module, lambda sql: sql == "COMMIT")
+    seen = _sigint_at(monkeypatch, write_module, lambda sql: sql == "COMMIT", after=after)
     with pytest.raises(KeyboardInterrupt):  # delivered once the release is complete
         _release(persons)
     assert seen
@@ -170,10 +189,14 @@ def test_cli_ctrl_c_before_the_commit_exits_130(
     assert release_outcome(persons_db, "persons_private") == "nothing"
 
 
-def test_cli_ctrl_c_after_the_commit_exits_0(
-    persons_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("after", [False, True], ids=["during", "right after"])
+def test_cli_ctrl_c_at_the_commit_exits_0(
+    persons_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    after: bool,
 ) -> None:
-    _sigint_at(monkeypatch, write_module, lambda sql: sql == "COMMIT")
+    _sigint_at(monkeypatch, write_module, lambda sql: sql == "COMMIT", after=after)
     code = main(["release", str(persons_db), "persons", *GEO_FLAGS])
     out, err = capsys.readouterr()
     assert code == 0
