@@ -244,7 +244,7 @@ CHILD = f"{PRELUDE}; console.PROGRESS_DELAY = 0; sys.exit(main())"
 
 @pytest.mark.slow
 def test_ctrl_c_at_random_moments_of_a_real_release(small_od_db: Path, tmp_path: Path) -> None:
-    """SIGINT at 24 random moments of `inftda-sql release` (half of them with the progress bar
+    """SIGINT at 20 random moments of `inftda-sql release` (half of them with the progress bar
     on a terminal): exit 130 and nothing recorded, or exit 0 and the release complete; never
     a traceback or a request to report a bug.
 
@@ -257,7 +257,7 @@ def test_ctrl_c_at_random_moments_of_a_real_release(small_od_db: Path, tmp_path:
     argv = [sys.executable, "-c", CHILD, *(a.format(db=db) for a in OD_RELEASE)]
     start, total = startup_and_duration(small_od_db, db, [*argv, "--quiet"], prelude=PRELUDE)
     outcomes: dict[str, int] = {}
-    for i in range(24):
+    for i in range(20):
         fresh_copy(small_od_db, db)
         delay = rng.uniform(start, total * 1.1)
         code, err = interrupted_run(argv, delay, signal.SIGINT, terminal=i % 2 == 1)
