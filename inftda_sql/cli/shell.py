@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import duckdb
 
+from .._interrupts import is_interrupt
 from .._tables import Column, text_table
 from ..engines.duckdb.functions import SQL_FUNCTIONS
 
@@ -158,8 +159,14 @@ class Shell:
                 else:
                     result.fetchall()
         except duckdb.Error as exc:
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from exc
             print(error_text(exc), file=self.err)
             return False
+        except RuntimeError as exc:  # DuckDB's report of a Ctrl-C during a query
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from exc
+            raise
         return True
 
     def _show(self, kind: str, result: duckdb.DuckDBPyConnection) -> None:
@@ -204,8 +211,9 @@ class Shell:
         return the exit code.
 
         ``prompt`` is :data:`PROMPT`, or :data:`PROMPT_MORE` while a statement is unfinished.
-        Interactive sessions go on after an error (exit code 0) and Ctrl-C drops the statement
-        being typed; otherwise the first error ends the run with exit code 1.
+        Interactive sessions go on after an error (exit code 0), and Ctrl-C drops the statement
+        being typed or cancels the one running; otherwise the first error ends the run with exit
+        code 1, and Ctrl-C ends it with KeyboardInterrupt.
         """
         buffer: list[str] = []
         while True:
@@ -232,7 +240,13 @@ class Shell:
                 if not complete(text):
                     continue
                 buffer.clear()
-                ok = self.run(text)
+                try:
+                    ok = self.run(text)
+                except KeyboardInterrupt:  # Ctrl-C while the statement ran: it is cancelled
+                    if not interactive:
+                        raise
+                    print("interrupted", file=self.err)
+                    continue
             if not ok and not interactive:
                 return 1
         if "".join(buffer).strip() and not self.run("\n".join(buffer)):

@@ -35,13 +35,14 @@ def test_a_missing_database_file_is_one_line(
 
 def test_the_commands_run_sql_only_from_the_templates() -> None:
     """SQL text lives in sql/*.sql (the demo's in sql/demo.sql): no command calls
-    ``execute``/``sql``/``query`` on a connection with a string of its own."""
+    ``execute``/``sql``/``query`` on a connection with a string of its own (the shell runs the
+    user's statements)."""
     import ast
 
     import inftda_sql.cli
 
     folder = Path(inftda_sql.cli.__file__).parent
-    for module in sorted(folder.glob("*.py")):
+    for module in sorted(set(folder.glob("*.py")) - {folder / "shell.py"}):
         tree = ast.parse(module.read_text(encoding="utf-8"))
         calls = [
             node.func.attr

@@ -158,6 +158,27 @@ def test_ctrl_c_drops_the_statement_being_typed(shell: Shell) -> None:
     assert "kept" in _out(shell) and "dropped" not in _out(shell)
 
 
+class _CutByCtrlC:
+    """A connection whose queries DuckDB reports as cut by Ctrl-C."""
+
+    description = None
+
+    def execute(self, statement: object) -> None:
+        raise RuntimeError("Query interrupted")
+
+
+def test_ctrl_c_cancels_the_running_statement(shell: Shell) -> None:
+    """DuckDB's report of a Ctrl-C is no error to report: an interactive session goes on, a
+    script ends with KeyboardInterrupt (exit 130 on the command line)."""
+    real = shell.con
+    shell.con = _CutByCtrlC()  # type: ignore[assignment]
+    assert shell.loop(Reader("SELECT 'cut';"), interactive=True) == 0
+    assert _err(shell) == "interrupted\n"
+    with pytest.raises(KeyboardInterrupt):
+        shell.loop(Reader("SELECT 'cut';", "SELECT 'never';"), interactive=False)
+    shell.con = real
+
+
 def test_scripts_stop_at_the_first_error(shell: Shell) -> None:
     read = Reader(
         "SELECT 1 AS a;", "SELECT dp_sigma(rho := 0, sensitivity := 1);", "SELECT 2 AS b;"
