@@ -12,9 +12,11 @@ the temporary objects are dropped. Three kinds of moments are protected:
   Ctrl-C waits for the end of the outermost scope. ``release()`` is a scope: it finishes its
   cleanup, then raises ``KeyboardInterrupt`` (the release is recorded and complete). A command
   of the command line is a scope that does not raise: the work is done, so it exits 0;
-* **DuckDB's own report**: a Ctrl-C that arrives while a query runs comes back from DuckDB as
-  ``RuntimeError('Query interrupted')``; :func:`is_interrupt` recognises it, and the SQL helpers
-  (:mod:`~inftda_sql.engines.duckdb.sql`) raise it as ``KeyboardInterrupt``.
+* **DuckDB's own reports**: a Ctrl-C that arrives while a query runs comes back from DuckDB as
+  ``RuntimeError('Query interrupted')``, and one that arrives while DuckDB runs Python code for
+  the query (reading a registered Arrow table) as a DuckDB error whose text names the
+  ``KeyboardInterrupt``; :func:`is_interrupt` recognises both, and the SQL helpers
+  (:mod:`~inftda_sql.engines.duckdb.sql`) raise them as ``KeyboardInterrupt``.
 
 Signals reach the main thread only: in any other thread all of this does nothing. A SIGINT
 handler installed outside Python (``signal.getsignal`` is None) is left alone.
@@ -44,6 +46,9 @@ __all__ = ["QUERY_INTERRUPTED", "Scope", "committed", "critical", "is_interrupt"
 
 #: the text of the RuntimeError DuckDB raises when a Ctrl-C arrives during a query
 QUERY_INTERRUPTED = "Query interrupted"
+#: what DuckDB's error says when Python code it ran was interrupted (e.g. "reading the schema of
+#: the object registered as 'x' failed: KeyboardInterrupt:", or a Python traceback ending so)
+_PYTHON_INTERRUPT = "KeyboardInterrupt"
 
 _Handler = Callable[[int, FrameType | None], Any] | int | None
 
@@ -61,8 +66,9 @@ def is_interrupt(exc: BaseException) -> bool:
     if isinstance(exc, KeyboardInterrupt):
         return True
     duckdb = sys.modules.get("duckdb")  # not imported: then exc is none of its errors
-    if duckdb is not None and isinstance(exc, duckdb.InterruptException):
-        return True
+    if duckdb is not None and isinstance(exc, duckdb.Error):
+        # its own interrupt, or a KeyboardInterrupt raised in Python code it ran for the query
+        return isinstance(exc, duckdb.InterruptException) or _PYTHON_INTERRUPT in str(exc)
     return type(exc) is RuntimeError and str(exc) == QUERY_INTERRUPTED
 
 

@@ -196,18 +196,25 @@ def small_od_database(path: Path) -> Path:
     return path
 
 
-def startup_and_duration(
-    base: Path, db: Path, argv: list[str], *, prelude: str = "import inftda_sql.cli"
-) -> tuple[float, float]:
-    """Seconds a new Python process takes to run ``prelude`` (its start-up and the imports
-    before this package's own code runs, where no package can handle signals; the slowest of
-    three, with a margin), and seconds ``argv`` takes on a fresh copy of ``base``."""
+def startup_time(prelude: str = "import inftda_sql.cli") -> float:
+    """Seconds a new Python process takes to run ``prelude``: its start-up and the imports
+    before this package's own code runs, where no package can handle signals (the slowest of
+    three, with a margin)."""
     starts = []
     for _ in range(3):
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", prelude], check=True)
         starts.append(time.perf_counter() - t0)
+    return 1.5 * max(starts)
+
+
+def startup_and_duration(
+    base: Path, db: Path, argv: list[str], *, prelude: str = "import inftda_sql.cli"
+) -> tuple[float, float]:
+    """:func:`startup_time` of ``prelude``, and seconds ``argv`` takes on a fresh copy of
+    ``base``."""
+    start = startup_time(prelude)
     fresh_copy(base, db)
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, capture_output=True)
-    return 1.5 * max(starts), time.perf_counter() - t0
+    return start, time.perf_counter() - t0

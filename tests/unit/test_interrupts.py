@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from inftda_sql import _interrupts
@@ -121,6 +122,12 @@ def test_is_interrupt() -> None:
     assert is_interrupt(KeyboardInterrupt())
     assert is_interrupt(RuntimeError("Query interrupted"))
     assert is_interrupt(duckdb.InterruptException("INTERRUPT Error: Interrupted!"))
+    assert is_interrupt(
+        duckdb.InvalidInputException(
+            "Invalid Input Error: reading the schema of the object registered as '__geo_arrow' "
+            "failed: KeyboardInterrupt: "
+        )
+    )
     assert not is_interrupt(RuntimeError("Query interrupted, or not"))
     assert not is_interrupt(duckdb.Error("Query interrupted"))
 
@@ -152,6 +159,24 @@ def test_a_query_cut_by_ctrl_c_raises_keyboard_interrupt(con: duckdb.DuckDBPyCon
         run(con, SLOW_QUERY)
     kicker.join()
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_ctrl_c_in_python_code_duckdb_runs_raises_keyboard_interrupt(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """DuckDB wraps a KeyboardInterrupt raised while it reads a registered Arrow object into
+    its own error (an InvalidInputException): the helpers give the interrupt back."""
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield pa.record_batch([pa.array([1])], schema=schema)
+        raise KeyboardInterrupt
+
+    con.register("stream", pa.RecordBatchReader.from_batches(schema, batches()))
+    with pytest.raises(KeyboardInterrupt) as info:
+        run(con, "SELECT sum(a) FROM stream")
+    assert isinstance(info.value.__cause__, duckdb.InvalidInputException)
+    con.unregister("stream")
 
 
 def test_a_query_in_a_critical_block_runs_to_its_end(con: duckdb.DuckDBPyConnection) -> None:

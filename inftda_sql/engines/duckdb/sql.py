@@ -81,10 +81,11 @@ def render(name: str, /, **parts: str) -> str:
 
 @contextlib.contextmanager
 def _interruptible() -> Iterator[None]:
-    """DuckDB's report of a Ctrl-C during a query, raised as the KeyboardInterrupt it was."""
+    """DuckDB's reports of a Ctrl-C during a query, raised as the KeyboardInterrupt they were
+    (so that no ``except duckdb.Error`` of a caller takes one for a database error)."""
     try:
         yield
-    except RuntimeError as exc:
+    except (RuntimeError, duckdb.Error) as exc:
         if is_interrupt(exc):
             raise KeyboardInterrupt from exc
         raise
