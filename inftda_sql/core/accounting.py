@@ -47,7 +47,7 @@ import html
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -65,20 +65,25 @@ from .._errors import (
 from .._tables import Column, html_table, text_table
 
 __all__ = [
+    "COMPOSES_IN_RHO",
     "CONVERSIONS",
     "DEFAULT_REPORT_DELTA",
     "DETERMINED_NOTE",
     "EPSILON_WARN_THRESHOLD",
+    "NOISES",
     "PRIVACY_MODELS",
     "Accounting",
     "Budget",
     "StabilityHistogram",
     "account",
+    "account_features",
     "budget_verdict",
     "check_distinct",
     "check_privacy",
     "epsilon_to_rho",
+    "feature_sensitivities",
     "level_sensitivities",
+    "pure_rho",
     "rho_to_delta",
     "rho_to_epsilon",
     "sigma_for",
@@ -107,6 +112,14 @@ DETERMINED_NOTE = (
     "determined by its parents (one child each in the public domain): it repeats their "
     "released counts, so no noise and no budget; its share went to the other levels"
 )
+
+#: The noise of a feature release: discrete Laplace (pure epsilon-DP) or discrete Gaussian
+#: (zCDP); which one follows from the budget (:func:`account_features`).
+NOISES: tuple[str, ...] = ("gaussian", "laplace")
+
+#: Guarantees that compose by adding rho (a pure epsilon-DP release counts as
+#: ``epsilon^2 / 2``); an ``approxDP`` release does not.
+COMPOSES_IN_RHO: tuple[str, ...] = ("zCDP", "pureDP")
 
 Conversion = Literal["tight", "simple"]
 PrivacyModel = Literal["bounded", "unbounded"]
@@ -421,6 +434,35 @@ def zcdp_compose(rhos: Sequence[float]) -> float:
     return math.fsum(parts)
 
 
+def pure_rho(epsilon: float) -> float:
+    """The zCDP cost ``epsilon^2 / 2`` of a pure epsilon-DP mechanism (Bun & Steinke 2016,
+    Prop. 1.4), rounded up so that it never understates the cost.
+
+    Example:
+        >>> pure_rho(1.0), pure_rho(float("inf"))
+        (0.5, inf)
+    """
+    rho = 0.5 * epsilon * epsilon
+    if math.isfinite(rho) and Fraction(rho) < Fraction(epsilon) ** 2 / 2:
+        rho = math.nextafter(rho, math.inf)
+    return rho
+
+
+def _warn_large(budget: Budget) -> None:
+    if math.isfinite(budget.epsilon) and budget.epsilon > EPSILON_WARN_THRESHOLD:
+        warnings.warn(
+            InftdaWarning(
+                Arg("epsilon", budget.epsilon, ".6g"),
+                " (at ",
+                Arg("delta", budget.delta, "g"),
+                f") is above {EPSILON_WARN_THRESHOLD:g}: such a release protects "
+                "individuals very little",
+                param="epsilon",
+            ),
+            stacklevel=3,
+        )
+
+
 # --------------------------------------------------------------------------------------------
 # Budget
 
@@ -441,7 +483,11 @@ class Budget:
             ``rho`` is).
         delta: delta of that guarantee, in (0, 1).
         conversion: ``"tight"`` (default) or ``"simple"``.
-        given: ``"rho"`` or ``"epsilon_delta"``: which of the two the user specified.
+        given: ``"rho"``, ``"epsilon_delta"`` or ``"epsilon"``: what the user specified.
+            ``"epsilon"`` is a **pure** epsilon-DP budget (``delta = 0``), accepted only by
+            mechanisms that add Laplace noise (CBDP); it is recorded with ``rho = epsilon^2 / 2``,
+            the zCDP cost of any epsilon-DP mechanism (Bun & Steinke 2016, Prop. 1.4), so it
+            composes with zCDP releases of the same input.
 
     Example:
         >>> b = Budget.from_args(epsilon=1.0, delta=1e-6, conversion="simple")
@@ -463,10 +509,28 @@ class Budget:
     def __post_init__(self) -> None:
         rho = _number("rho", self.rho)
         epsilon = _number("epsilon", self.epsilon)
-        delta = _check_delta(self.delta)
         conversion = _check_conversion(self.conversion)
-        if self.given not in ("rho", "epsilon_delta"):
-            raise BudgetError(f"given must be 'rho' or 'epsilon_delta', got {self.given!r}")
+        if self.given not in ("rho", "epsilon_delta", "epsilon"):
+            raise BudgetError(
+                f"given must be 'rho', 'epsilon_delta' or 'epsilon', got {self.given!r}"
+            )
+        if self.given == "epsilon":
+            delta = _number("delta", self.delta)
+            if delta != 0.0 or not epsilon > 0.0:
+                raise BudgetError(
+                    f"a pure epsilon-DP budget has delta = 0 and epsilon > 0, got "
+                    f"epsilon={self.epsilon!r}, delta={self.delta!r}; build it with "
+                    "Budget.from_args(epsilon=..., pure=True)"
+                )
+            if rho != pure_rho(epsilon):
+                raise BudgetError(
+                    f"a pure epsilon-DP budget of epsilon={epsilon!r} costs rho = epsilon^2 / 2 = "
+                    f"{pure_rho(epsilon)!r} in zCDP, got rho={self.rho!r}"
+                )
+            for name, value in (("rho", rho), ("epsilon", epsilon), ("delta", delta)):
+                object.__setattr__(self, name, value)
+            return
+        delta = _check_delta(self.delta)
         if rho <= 0.0:
             raise BudgetError(f"rho must be positive, got {self.rho!r}", param="rho")
         if epsilon < 0.0:
@@ -501,6 +565,7 @@ class Budget:
         epsilon: float | None = None,
         delta: float | None = None,
         conversion: str = "tight",
+        pure: bool = False,
     ) -> Budget:
         """Validate a user's budget: ``rho``, or ``epsilon`` together with ``delta``.
 
@@ -510,6 +575,8 @@ class Budget:
             epsilon: ``> 0``, with ``delta``; ``inf`` for no noise.
             delta: in (0, 1).
             conversion: ``"tight"`` (default) or ``"simple"``.
+            pure: accept ``epsilon`` without ``delta`` as a pure epsilon-DP budget (for
+                mechanisms that add Laplace noise); otherwise such an epsilon needs a delta.
 
         Returns:
             The budget.
@@ -526,6 +593,9 @@ class Budget:
             >>> b = Budget.from_args(rho=0.5)
             >>> b.given, b.delta, round(b.epsilon, 4)
             ('rho', 1e-08, 6.0862)
+            >>> p = Budget.from_args(epsilon=1.0, pure=True)
+            >>> p.pure, p.delta, p.rho
+            (True, 0.0, 0.5)
         """
         conv = _check_conversion(conversion)
         if rho is not None and epsilon is not None:
@@ -574,6 +644,12 @@ class Budget:
                     " for exact (non-private) counts",
                     param="epsilon",
                 )
+            if delta is None and pure:
+                budget = cls(
+                    rho=pure_rho(e), epsilon=e, delta=0.0, conversion=conv, given="epsilon"
+                )
+                _warn_large(budget)
+                return budget
             if delta is None:
                 raise BudgetError(
                     Arg("epsilon", epsilon, "!r"),
@@ -589,19 +665,13 @@ class Budget:
             d = _check_delta(delta)
             r = epsilon_to_rho(e, d, conv)
             budget = cls(rho=r, epsilon=e, delta=d, conversion=conv, given="epsilon_delta")
-        if math.isfinite(budget.epsilon) and budget.epsilon > EPSILON_WARN_THRESHOLD:
-            warnings.warn(
-                InftdaWarning(
-                    Arg("epsilon", budget.epsilon, ".6g"),
-                    " (at ",
-                    Arg("delta", budget.delta, "g"),
-                    f") is above {EPSILON_WARN_THRESHOLD:g}: such a release protects "
-                    "individuals very little",
-                    param="epsilon",
-                ),
-                stacklevel=2,
-            )
+        _warn_large(budget)
         return budget
+
+    @property
+    def pure(self) -> bool:
+        """True for a pure epsilon-DP budget (``delta = 0``, Laplace noise)."""
+        return self.given == "epsilon"
 
     @property
     def non_private(self) -> bool:
@@ -621,12 +691,18 @@ class Budget:
             "delta": self.delta,
             "conversion": self.conversion,
             "given": self.given,
+            **({"pure": True} if self.pure else {}),
             "non_private": self.non_private,
         }
 
     def __str__(self) -> str:
         if self.non_private:
             return "NON-PRIVATE budget: rho = inf, no noise (exact counts; a test oracle)"
+        if self.pure:
+            return (
+                f"epsilon = {_fmt(self.epsilon)} pure DP (delta = 0; rho = {_fmt(self.rho)} "
+                "zCDP when composed with zCDP releases)"
+            )
         note = ""
         if self.given == "rho" and self.delta == DEFAULT_REPORT_DELTA:
             note = f"; delta is the default reporting delta {DEFAULT_REPORT_DELTA:g}"
@@ -916,6 +992,15 @@ class Accounting:
     level_rho: tuple[float, ...]
     level_sigma: tuple[float, ...]
     level_determined: tuple[bool, ...] = ()
+    noise: str = "gaussian"
+    """``"gaussian"`` (zCDP: ``level_sensitivity`` is L2, ``level_sigma`` the discrete Gaussian
+    sigma) or ``"laplace"`` (pure epsilon-DP: ``level_sensitivity`` is L1, ``level_sigma`` the
+    discrete Laplace scale, ``level_epsilon`` each level's epsilon, ``level_rho`` its zCDP cost
+    ``epsilon_l^2 / 2``)."""
+    level_epsilon: tuple[float, ...] = ()
+    exact_levels: tuple[str, ...] = ()
+    """Queries released WITHOUT noise because no neighbour can change them (the total N in
+    bounded DP with one record per unit); they cost nothing."""
 
     def __post_init__(self) -> None:
         check_privacy(self.privacy)
@@ -943,9 +1028,21 @@ class Accounting:
                     f"level {name!r} is determined by its parent: it spends no budget and has no "
                     f"noise, got rho={r!r}, sigma={s!r}"
                 )
+        if self.noise not in NOISES:
+            raise SpecError(f"noise must be one of {', '.join(NOISES)}, got {self.noise!r}")
+        if (self.noise == "laplace") != self.budget.pure:
+            raise BudgetError(
+                f"{self.noise} noise does not go with a {'pure' if self.budget.pure else 'zCDP'} "
+                "budget: Laplace noise needs a pure epsilon budget, Gaussian noise a zCDP one"
+            )
+        if self.noise == "laplace" and len(self.level_epsilon) != n:
+            raise SpecError(f"Laplace noise needs one epsilon per level, got {self.level_epsilon}")
         if self.budget.non_private:
             if any(s != 0.0 for s in self.level_sigma):
                 raise BudgetError(f"an infinite budget adds no noise, got {self.level_sigma!r}")
+            return
+        if self.noise == "laplace":
+            self._check_laplace()
             return
         if zcdp_compose(self.level_rho) > self.budget.rho * (1.0 + 1e-12):
             raise BudgetError(
@@ -973,6 +1070,31 @@ class Accounting:
                     "accountings with account()"
                 )
 
+    def _check_laplace(self) -> None:
+        """Every level's scale gives at most its epsilon for its L1 sensitivity, every rho is
+        that epsilon's zCDP cost, and the epsilons add up to at most the budget's."""
+        if math.fsum(self.level_epsilon) > self.budget.epsilon * (1.0 + 1e-12):
+            raise BudgetError(
+                f"the level epsilons {self.level_epsilon!r} sum to more than "
+                f"epsilon={self.budget.epsilon!r}"
+            )
+        for name, d, e, r, b in zip(
+            self.level_names,
+            self.level_sensitivity,
+            self.level_epsilon,
+            self.level_rho,
+            self.level_sigma,
+            strict=True,
+        ):
+            if not (b > 0.0 and e > 0.0) or Fraction(d) / Fraction(b) > Fraction(e):
+                raise BudgetError(
+                    f"level {name!r}: Laplace scale {b!r} gives more than epsilon={e!r} for L1 "
+                    f"sensitivity {d!r} (need sensitivity / scale <= epsilon); build accountings "
+                    "with account_features()"
+                )
+            if r != pure_rho(e):
+                raise BudgetError(f"level {name!r}: rho={r!r} is not epsilon^2 / 2 for {e!r}")
+
     @property
     def non_private(self) -> bool:
         """True when the budget is infinite: no noise is added."""
@@ -992,12 +1114,18 @@ class Accounting:
             >>> json.loads(json.dumps(acc.as_dict(), allow_nan=False))["levels"][0]["rho"]
             0.5
         """
+        extra: dict[str, Any] = {}
+        if self.noise != "gaussian" or self.exact_levels:
+            extra = {"noise": self.noise, "exact_levels": list(self.exact_levels)}
+        if self.noise == "laplace":
+            extra["level_epsilon"] = [_json_number(e) for e in self.level_epsilon]
         return {
             "budget": self.budget.as_dict(),
             "non_private": self.non_private,
             "privacy": self.privacy,
             "contribution": self.contribution,
             "distinct": self.distinct,
+            **extra,
             "levels": [
                 {
                     "name": name,
@@ -1018,17 +1146,24 @@ class Accounting:
         }
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
-        return [
+        spent = self.level_epsilon if self.noise == "laplace" else self.level_rho
+        rows = [
             (name, _fmt(d), _fmt(r) + (" (determined)" if det else ""), _fmt(s))
             for name, d, r, s, det in zip(
                 self.level_names,
                 self.level_sensitivity,
-                self.level_rho,
+                spent,
                 self.level_sigma,
                 self.level_determined,
                 strict=True,
             )
         ]
+        return rows + [(name, "0", "0 (exact)", "0") for name in self.exact_levels]
+
+    def _header(self) -> tuple[str, str, str, str]:
+        if self.noise == "laplace":
+            return ("query", "L1 sensitivity", "epsilon", "Laplace scale")
+        return ("level", "sensitivity", "rho", "sigma")
 
     def _headline(self) -> str:
         if self.non_private:
@@ -1041,7 +1176,7 @@ class Accounting:
         )
 
     def __str__(self) -> str:
-        columns = [Column(h, "<") for h in _ACCOUNTING_HEADER]
+        columns = [Column(h, "<") for h in self._header()]
         table = text_table(columns, self._rows(), sep="   ", indent="  ")
         notes = [f"  (determined) {DETERMINED_NOTE}"] if any(self.level_determined) else []
         return "\n".join([self._headline(), f"  {self._model_line()}", *table, *notes])
@@ -1050,7 +1185,7 @@ class Accounting:
         esc = html.escape
         style = ' style="color:#b00;font-weight:bold"' if self.non_private else ""
         before = f"<p{style}>{esc(self._headline())}</p><p>{esc(self._model_line())}</p>"
-        return f"<div>{html_table(_ACCOUNTING_HEADER, self._rows(), before=before)}</div>"
+        return f"<div>{html_table(self._header(), self._rows(), before=before)}</div>"
 
 
 def account(
@@ -1189,6 +1324,201 @@ def _determined_flags(
         if not isinstance(f, bool):
             raise SpecError(f"determined flags must be True or False, got {f!r}")
     return (False,) * (len(names) - n_given) + tuple(flags)
+
+
+# --------------------------------------------------------------------------------------------
+# feature releases (CBDP): one histogram per feature, each a partition of the records
+
+
+def feature_sensitivities(
+    totals: Sequence[bool],
+    *,
+    leaf: int,
+    privacy: str = "bounded",
+    contribution: int = 1,
+    distinct: bool = False,
+) -> tuple[tuple[float, float], ...]:
+    """The L1 and L2 sensitivity of every feature query of a CBDP release.
+
+    A feature query is the histogram of the records over the cells of a partition of the leaf
+    cells. A privacy unit holds at most ``m = contribution`` records.
+
+    * **Unbounded** (add or remove one unit): the histogram gains or loses up to m records, one
+      cell each: L1 = m. In L2 the worst case puts all m in one cell: L2 = m; with ``distinct``
+      (the m records in m distinct LEAF cells) the leaf histogram moves by at most 1 per cell,
+      L2 = sqrt(m); a coarser feature may still gather them in one cell (L2 = m). The total
+      (one cell) moves by m. This is the paper's model (``|D1 - D2|_1 <= 1``, sensitivity 1 per
+      feature for m = 1).
+    * **Bounded** (replace one unit by another): up to m records leave their cells and up to m
+      enter others: L1 = 2m (m + m'); L2 = sqrt(2) m (all leave one cell, all enter another),
+      sqrt(2m) for the leaf with ``distinct`` (at most one record per cell on each side). The
+      total moves by ``|m - m'| <= m - 1``: 0 for m = 1, when N is public and the total is
+      released exactly (no noise, no budget), as the root of the TopDown mechanisms.
+
+    Args:
+        totals: per feature, whether it is the total (a single cell, no columns).
+        leaf: index of the leaf feature.
+        privacy: ``"bounded"`` (default) or ``"unbounded"``.
+        contribution: m, a positive integer.
+        distinct: the m records of a unit are guaranteed to be in distinct leaf cells.
+
+    Returns:
+        ``(L1, L2)`` per feature, in the order given.
+
+    Example:
+        >>> feature_sensitivities([True, False, False], leaf=2)
+        ((0.0, 0.0), (2.0, 1.4142135623730951), (2.0, 1.4142135623730951))
+        >>> feature_sensitivities([True, False], leaf=1, privacy="unbounded", contribution=4,
+        ...                       distinct=True)
+        ((4.0, 4.0), (4.0, 2.0))
+    """
+    model = check_privacy(privacy)
+    m = _check_positive_int("contribution", contribution)
+    check_distinct(distinct)
+    out = []
+    for i, total in enumerate(totals):
+        # L1 and the exact square of L2 (integers); L2 is rounded up from it
+        if total:
+            moved = m if model == "unbounded" else m - 1
+            l1, square = moved, moved * moved
+        elif model == "unbounded":
+            l1, square = m, (m if distinct and i == leaf else m * m)
+        else:
+            l1, square = 2 * m, (2 * m if distinct and i == leaf else 2 * m * m)
+        out.append((float(l1), _sqrt_up(square) if square else 0.0))
+    return tuple(out)
+
+
+def _laplace_scale(l1: float, epsilon: float) -> float:
+    """The smallest float scale with ``l1 / scale <= epsilon`` exactly (as rationals)."""
+    scale = l1 / epsilon
+    while Fraction(l1) / Fraction(scale) > Fraction(epsilon):
+        scale = math.nextafter(scale, math.inf)
+    return scale
+
+
+def account_features(
+    budget: Budget,
+    names: Sequence[str],
+    *,
+    totals: Sequence[bool],
+    leaf: int,
+    privacy: str = "bounded",
+    contribution: int = 1,
+    distinct: bool = False,
+    split: Iterable[float] | Mapping[str, float] | None = None,
+) -> Accounting:
+    """Budget, sensitivity and noise scale of every feature query of a CBDP release.
+
+    The queries compose sequentially (each is a histogram over a partition of all records, so
+    within one query the cells compose in parallel). A query whose sensitivity is 0 (the total
+    in bounded DP with one record per unit) is released exactly and costs nothing; the budget
+    is split over the others, uniformly (the paper's ``epsilon / k``) or by ``split``.
+
+    * A **pure** budget (``epsilon`` alone) draws discrete Laplace noise: query ``i`` gets
+      ``epsilon_i`` and the scale ``L1_i / epsilon_i`` (rounded up so that the ratio never
+      exceeds ``epsilon_i``), which is ``epsilon_i``-DP; the epsilons add up to ``epsilon``.
+      Its zCDP cost ``epsilon_i^2 / 2`` is what the ledger composes.
+    * A **zCDP** budget (``rho``, or ``epsilon`` with ``delta``) draws discrete Gaussian noise:
+      query ``i`` gets ``rho_i`` and ``sigma_i = L2_i / sqrt(2 rho_i)`` rounded up
+      (:func:`sigma_for`), with ``L2_i`` rounded up from its exact square.
+
+    Args:
+        budget: the total budget.
+        names: the query names, coarse to fine.
+        totals: per query, whether it is the total (one cell).
+        leaf: index of the leaf query.
+        privacy, contribution, distinct: see :func:`feature_sensitivities`.
+        split: positive weights, one per NOISED query in order (a sequence) or by name (a
+            mapping that names every noised query); uniform by default.
+
+    Returns:
+        The accounting; ``level_names`` are the noised queries, ``exact_levels`` the others.
+
+    Raises:
+        SpecError: bad names or privacy options.
+        BudgetError: bad split weights.
+
+    Example:
+        >>> acc = account_features(Budget.from_args(epsilon=1.0, pure=True),
+        ...                        ["total", "period", "trip"], totals=[True, False, False],
+        ...                        leaf=2, privacy="unbounded")
+        >>> acc.noise, [round(e, 6) for e in acc.level_epsilon]
+        ('laplace', [0.333333, 0.333333, 0.333333])
+        >>> [round(b, 6) for b in acc.level_sigma]
+        [3.0, 3.0, 3.0]
+        >>> acc = account_features(Budget.from_args(rho=1.0), ["total", "period", "trip"],
+        ...                        totals=[True, False, False], leaf=2)
+        >>> acc.exact_levels, acc.level_names, [round(x, 4) for x in acc.level_sigma]
+        (('total',), ('period', 'trip'), [1.4142, 1.4142])
+    """
+    if not isinstance(budget, Budget):
+        raise BudgetError(f"budget must be a Budget, got {budget!r}")
+    names = tuple(names)
+    if not names or len(set(names)) != len(names) or len(totals) != len(names):
+        raise SpecError(f"feature queries need unique names and one total flag each: {names!r}")
+    sens = feature_sensitivities(
+        totals, leaf=leaf, privacy=privacy, contribution=contribution, distinct=distinct
+    )
+    noised = [i for i, (l1, _) in enumerate(sens) if l1 > 0.0]
+    exact = tuple(names[i] for i in range(len(names)) if i not in noised)
+    weights: list[float] | None
+    if split is None:
+        weights = None
+    elif isinstance(split, Mapping):
+        unknown = sorted(set(split) - {names[i] for i in noised})
+        missing = [names[i] for i in noised if names[i] not in split]
+        if unknown or missing:
+            raise BudgetError(
+                "split must give a weight to every noised query "
+                f"({', '.join(names[i] for i in noised)})"
+                + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else "")
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+                + (f" (released exactly, without budget: {', '.join(exact)})" if exact else "")
+            )
+        weights = [split[names[i]] for i in noised]
+    else:
+        weights = list(split)
+    model = check_privacy(privacy)
+    level_names = tuple(names[i] for i in noised)
+    m = int(contribution)
+    if budget.pure:
+        epsilons = split_rho(budget.epsilon, len(noised), weights)
+        l1 = tuple(sens[i][0] for i in noised)
+        if budget.non_private:
+            scales: tuple[float, ...] = (0.0,) * len(noised)
+        else:
+            scales = tuple(_laplace_scale(d, e) for d, e in zip(l1, epsilons, strict=True))
+        return Accounting(
+            budget=budget,
+            privacy=model,
+            contribution=m,
+            distinct=distinct,
+            level_names=level_names,
+            level_sensitivity=l1,
+            level_rho=tuple(pure_rho(e) for e in epsilons),
+            level_sigma=scales,
+            noise="laplace",
+            level_epsilon=epsilons,
+            exact_levels=exact,
+        )
+    rhos = split_rho(budget.rho, len(noised), weights)
+    l2 = tuple(sens[i][1] for i in noised)
+    if budget.non_private:
+        sigmas: tuple[float, ...] = (0.0,) * len(noised)
+    else:
+        sigmas = tuple(sigma_for(d, r) for d, r in zip(l2, rhos, strict=True))
+    return Accounting(
+        budget=budget,
+        privacy=model,
+        contribution=m,
+        distinct=distinct,
+        level_names=level_names,
+        level_sensitivity=l2,
+        level_rho=rhos,
+        level_sigma=sigmas,
+        exact_levels=exact,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1419,7 +1749,7 @@ def budget_verdict(
         "budget override: spent rho 0.75 exceeds the budget rho 0.5 of 't'"
     """
     remaining = budget.rho - spent_rho
-    if guarantee != "zCDP":
+    if guarantee not in COMPOSES_IN_RHO:
         if override:
             return "budget override: (epsilon, delta)-DP release on a zCDP-budgeted input"
         raise BudgetExceededError(
