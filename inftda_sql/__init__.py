@@ -12,6 +12,10 @@ The package is organised as the pipeline of a release:
   TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``;
   its input and :class:`Domain` may be tables or parquet/CSV files, one geography serving every
   chain -- ``core/domains.py``;
+* **releasing features** instead of a hierarchy: ``release(..., mechanism="cbdp",
+  features={...})`` measures a lattice of GROUP BY column sets in one ``GROUPING SETS`` scan and
+  makes them consistent with an exact weighted least squares -- ``core/features.py``,
+  ``core/lsq.py``, ``core/rounding.py``, ``mechanisms/cbdp.py``;
 * **managing budgets**: :func:`set_budget` stores a total budget per input table, :func:`ledger`
   shows releases, spent and remaining -- ``_budget.py``; :func:`plan` predicts per-level noise
   and error before touching data -- ``_planning.py``;

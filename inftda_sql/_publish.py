@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION, parse_storage_version
 from ._errors import Arg, InftdaError, OutputExistsError, SpecError
+from .core.features import parse_features
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import (
@@ -102,7 +103,7 @@ def publish(
         Path(str(target) + ".wal").unlink(missing_ok=True)
     row = record.public()
     view = json.loads(row.details).get("levels_view")
-    spec = parse_hierarchy(*_hierarchy_args(record.hierarchy))
+    view_sql = _view_builder(record.hierarchy)
     original = rows(con, render("catalog.current_database"))[0][0]
     run(con, _compile.attach(str(target), _ALIAS, version))
     try:
@@ -114,7 +115,7 @@ def publish(
         try:
             if view:
                 view_name = split_name(view)[-1]
-                run(con, _compile.levels_view(spec, ident(view_name), ident(ref.name)))
+                run(con, view_sql(ident(view_name), ident(ref.name)))
             insert_release(con, row)
         finally:
             run(con, _compile.use(original))
@@ -239,6 +240,12 @@ def _add_public(out: list[tuple[str, str]], name: str, source_sql: str) -> None:
     out.append((name, source_sql))
 
 
-def _hierarchy_args(text: str) -> tuple[list[list[str]], str]:
+def _view_builder(text: str) -> Callable[[str, str], str]:
+    """The statement that recreates a release's companion view, from the ledger's JSON: the
+    levels view of a hierarchy, or the features view of a feature release."""
     h = json.loads(text)
-    return h["chains"], h["tree"]
+    if "features" in h:
+        features = parse_features(h["features"], structure=h["structure"], weights=h["weights"])
+        return lambda view, output: _compile.features_view(features, view, output)
+    spec = parse_hierarchy(h["chains"], h["tree"])
+    return lambda view, output: _compile.levels_view(spec, view, output)

@@ -5,7 +5,9 @@ argument, the accounting's included), resolve the inputs and code the public dom
 accounting (by :mod:`.core.accounting` only; levels the public domain determines spend nothing),
 scan the private input, run the mechanism (:mod:`.mechanisms`, engine-free numpy), write the
 output and its ledger row atomically. The stages that touch the data are the engine's
-(:mod:`.engines`; DuckDB here).
+(:mod:`.engines`; DuckDB here). The pipeline dispatches on the mechanism's kind: a hierarchy
+(TopDown and its baselines) or a lattice of features (CBDP), whose scan is one GROUPING SETS
+query that counts every feature.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import html
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +28,20 @@ from ._interrupts import Scope
 from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
-from .core.accounting import Accounting
+from .core.accounting import COMPOSES_IN_RHO, Accounting
+from .core.features import FeatureSpec
 from .core.spec import TreeSpec
-from .core.tree import LevelStats, TopDownResult
+from .core.tree import LevelStats
 from .engines.base import Scan
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.duckdb.ledger import ReleaseRecord
-from .mechanisms import DEFAULT_MAX_CELLS, MECHANISMS, MechanismContext
+from .mechanisms import (
+    DEFAULT_MAX_CELLS,
+    MECHANISMS,
+    FeatureContext,
+    FeatureMechanism,
+    MechanismContext,
+)
 
 __all__ = ["MECHANISMS", "Release", "release"]
 
@@ -42,8 +51,9 @@ class Release:
     """What a release made and spent. Printing it gives a readable summary.
 
     Attributes:
-        output: name of the private leaf table (non-zero cells; positive for InfTDA).
-        levels_view: name of the view with every level as sums of the leaves (or None).
+        output: name of the private leaf table (non-zero cells; positive for InfTDA and CBDP).
+        levels_view: name of the view with every level (or, for a feature release, every
+            feature: ``<output>_features``) as sums of the leaves (or None).
         release_id: the row of this release in the ledger table ``inftda_releases``.
         accounting: budget, (epsilon, delta), per-level sensitivity, rho and sigma.
         levels: per level: parents, noised cells, surviving cells, sigma (public) and
@@ -65,7 +75,7 @@ class Release:
     levels_view: str | None
     release_id: int
     input: str
-    spec: TreeSpec
+    spec: TreeSpec | FeatureSpec
     mechanism: str
     accounting: Accounting
     levels: tuple[LevelStats, ...]
@@ -129,10 +139,25 @@ class Release:
         ]
 
     _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s*")
+    _FEATURE_HEADER = ("query", "name", "noise sd", "-", "noised", "kept", "s*")
+
+    @property
+    def _header(self) -> tuple[str, ...]:
+        return self._FEATURE_HEADER if isinstance(self.spec, FeatureSpec) else self._HEADER
+
+    def _shape(self) -> str:
+        if isinstance(self.spec, FeatureSpec):
+            return f"{len(self.spec.features)} features, {self.spec.structure} structure"
+        return f"{self.spec.tree} tree"
 
     def _budget_line(self) -> str:
         b = self.accounting.budget
         tail = f"; released total {self.total:,}"
+        if self.guarantee == "pureDP":
+            return (
+                f"budget: epsilon={b.epsilon:.6g} pure DP, discrete Laplace noise "
+                f"(rho={b.rho:.6g} when composed with zCDP releases){tail}"
+            )
         if self.guarantee != "zCDP":
             p = self.mechanism_params
             return (
@@ -150,11 +175,15 @@ class Release:
             warn = "NOT PRIVATE: " + "; ".join(self.non_private) + "\n"
         lines = [
             f"{warn}release #{self.release_id}: {self.input} -> {self.output} "
-            f"({self.mechanism}, {self.spec.tree} tree, {self.accounting.privacy} DP)",
+            f"({self.mechanism}, {self._shape()}, {self.accounting.privacy} DP)",
             self._budget_line(),
         ]
-        lines += text_table(self._HEADER, self._level_rows(), left=1)
-        if self.levels_view:
+        lines += text_table(self._header, self._level_rows(), left=1)
+        if self.levels_view and isinstance(self.spec, FeatureSpec):
+            lines.append(
+                f"every feature: SELECT * FROM {self.levels_view} WHERE feature = '<name>'"
+            )
+        elif self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
         lines.append(self._timing_note())
         return "\n".join(lines)
@@ -170,7 +199,7 @@ class Release:
         if self.non_private:
             warn = f"<p><b>NOT PRIVATE</b>: {html.escape('; '.join(self.non_private))}</p>"
         summary = html.escape(str(self).splitlines()[int(bool(self.non_private))])
-        table = html_table(self._HEADER, self._level_rows(), before=f"{warn}<p>{summary}</p>")
+        table = html_table(self._header, self._level_rows(), before=f"{warn}<p>{summary}</p>")
         return f"{table}<p>{html.escape(self._timing_note())}</p>"
 
 
@@ -179,9 +208,12 @@ def release(
     table: str | os.PathLike[str] | duckdb.DuckDBPyRelation,
     /,
     *,
-    hierarchy: Sequence[str] | Sequence[Sequence[str]],
+    hierarchy: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    features: Mapping[str, Sequence[str]] | None = None,
     domain: object = None,
     tree: str | None = None,
+    structure: str | None = None,
+    weights: str | None = None,
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
@@ -190,7 +222,7 @@ def release(
     privacy_unit: str | None = None,
     contribution: int = 1,
     distinct: bool = False,
-    split: Sequence[float] | None = None,
+    split: Sequence[float] | Mapping[str, float] | None = None,
     count: str | None = None,
     output: str | None = None,
     overwrite: bool = False,
@@ -216,14 +248,26 @@ def release(
             charged to its resolved absolute path (a glob to each file it matches).
         hierarchy: one chain of columns coarse to fine (``["region", "province", "mun"]``) or a
             list of chains (``[["o_region", "o_mun"], ["d_region", "d_mun"]]``).
+        features: for ``mechanism="cbdp"`` instead of ``hierarchy``: the GROUP BY column sets
+            to measure, ``{name: [columns]}`` coarse to fine with the leaf (the cells
+            released) last, e.g. ``{"total": [], "period": ["period"], "zones": ["o_zone",
+            "d_zone", "period"], "trip": ["o_stop", "d_stop", "period"]}``. Every feature must
+            be a coarsening of the leaf on the public domain. With a pure ``epsilon`` (no
+            ``delta``) the noise is discrete Laplace (pure epsilon-DP, as the paper); with
+            ``rho`` or ``epsilon`` and ``delta`` it is discrete Gaussian (zCDP).
         domain: the PUBLIC categories listing every valid path: a table/view name, a
             parquet/CSV file, a relation or a mapping ``{column: [values...]}``. One domain
             serves every chain: each reads the columns of its own names, or those one common
             prefix leads to (``o_region`` -> ``region``); :class:`~inftda_sql.Domain` maps the
             others (``Domain("geo", columns={"home": "msoa"})``). Or a list with one domain
-            per chain.
+            per chain. For features: one table of every leaf cell, or a list of tables whose
+            product is the domain, columns named as the features'.
         tree: ``"chain"``/``"sequential"`` (chains refined in order; default) or, for two chains
             (origin, destination), ``"destination"`` or ``"origin"``.
+        structure: CBDP only: ``"flat"`` (the features themselves, default) or
+            ``"hierarchical"`` (the tree of their cumulative meets: the paper's ablation).
+        weights: CBDP only: ``"cells"`` (each feature's squared distance divided by its
+            number of cells, the paper's, default) or ``"uniform"``.
         rho: the zCDP budget (``float("inf")`` = no noise, the exactness oracle). Or:
         epsilon, delta: an (epsilon, delta)-DP budget converted to rho with ``conversion``
             (``"tight"``: Canonne-Kamath-Steinke 2020; ``"simple"``: Bun-Steinke 2016).
@@ -236,7 +280,8 @@ def release(
             guarantees.
         contribution: records per privacy unit (m), with ``distinct`` if they fall in distinct
             leaf cells. With m > 1 the root total is noised too (it is no longer public).
-        split: per-level weights of rho (uniform by default).
+        split: per-level weights of rho (uniform by default); for CBDP per-feature weights of
+            the budget, a list (one per noised feature) or ``{feature: weight}``.
         count: name of the count column of a pre-aggregated input.
         output: output table (default ``<table>_private``, for a file ``<file name>_private``);
             ``overwrite=True`` replaces it.
@@ -245,7 +290,8 @@ def release(
             ``"tda_l2"``, ``"tda_linf_solver"`` (needs the ``solver`` extra) or
             ``"hierarchical"``. InfTDA and the TopDown baselines write positive, consistent
             counts; ``hierarchical`` writes consistent counts that may be negative, and
-            ``vanilla_gauss`` noisy leaves that may be negative.
+            ``vanilla_gauss`` noisy leaves that may be negative. ``"cbdp"`` (with ``features``)
+            writes non-negative integer leaves fitted to every feature's noisy counts.
         seed: TESTS AND BENCHMARKS ONLY: reproducible, non-cryptographic noise; the release is
             then recorded as seeded and not private.
         domain_from_data: take the categories from the private data instead of a public domain.
@@ -254,7 +300,8 @@ def release(
             :func:`set_budget` (recorded in the ledger as an override).
         levels_view: also create the view ``<output>_levels`` with every level.
         max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
-            ``hierarchical``) refuse domains with more cells than this.
+            ``hierarchical``) or optimise over it (``cbdp``) refuse domains with more cells
+            than this.
         progress: called with each level's statistics as it completes.
 
     Returns:
@@ -279,6 +326,9 @@ def release(
     request = ReleaseRequest.from_args(
         table,
         hierarchy=hierarchy,
+        features=features,
+        structure=structure,
+        weights=weights,
         domain=domain,
         tree=tree,
         rho=rho,
@@ -312,6 +362,8 @@ def _run(
 ) -> Release:
     """The stages of a checked request."""
     stages = _Stages()
+    if isinstance(request.mechanism, FeatureMechanism):
+        return _release_features(con, request, stages, progress, t_start)
     with DuckDBEngine(con, request) as engine:
         budget_note = engine.prepare()
         with stages("domain"):
@@ -323,7 +375,7 @@ def _run(
         with stages("topdown"):
             result = request.mechanism.run(
                 MechanismContext(
-                    spec=request.spec,
+                    spec=request.tree,
                     chains=chains,
                     true_level=engine.level_counts,
                     total=scan.total,
@@ -335,15 +387,16 @@ def _run(
             )
         non_private = request.non_private_reasons(budget_note)
         with stages("write"):
+            details = {"levels": [lv.as_dict() for lv in result.levels], **_level_notes(accounting)}
             record = _record(
                 request,
                 accounting,
                 engine.input_description,
                 engine.domain_description,
-                result,
+                details,
                 scan,
                 non_private,
-                stages.seconds,
+                (stages.seconds, [lv.seconds for lv in result.levels]),
             )
             record = engine.write(result, record)
     return Release(
@@ -360,8 +413,87 @@ def _run(
         seeded=request.source.seeded,
         non_private=tuple(record.non_private),
         diagnostics=dict(scan.diagnostics),
-        guarantee=request.mechanism.guarantee,
+        guarantee=request.guarantee,
         mechanism_params=record_parameters(request, accounting),
+    )
+
+
+def _release_features(
+    con: duckdb.DuckDBPyConnection,
+    request: ReleaseRequest,
+    stages: _Stages,
+    progress: Callable[[LevelStats], None] | None,
+    t_start: float,
+) -> Release:
+    """The pipeline of a feature release: domain (coded and checked), accounting, one GROUPING
+    SETS scan, the mechanism, the write."""
+    mech = request.mechanism
+    if not isinstance(mech, FeatureMechanism):  # pragma: no cover - dispatched on it
+        raise TypeError("a feature release needs a feature mechanism")
+    with DuckDBEngine(con, request) as engine:
+        budget_note = engine.prepare()
+        with stages("domain"):
+            engine.resolve_features()
+            lattice = engine.code_lattice()
+            mech.check_size(lattice, request.max_cells)
+            acct = request.account()  # public domain only: no data read yet
+        with stages("scan"):
+            scan, true_counts = engine.feature_counts(lattice)
+        with stages("mechanism"):
+            result = mech.run(
+                FeatureContext(
+                    lattice=lattice,
+                    true_counts=true_counts,
+                    total=scan.total,
+                    accounting=acct,
+                    source=request.source,
+                    progress=progress,
+                    max_cells=request.max_cells,
+                )
+            )
+        del true_counts
+        non_private = request.non_private_reasons(budget_note)
+        with stages("write"):
+            details: dict[str, Any] = {
+                # per query: cells noised and released non-zero, noise sd
+                "levels": [lv.as_dict() for lv in result.levels],
+                "noise": acct.noise,
+                "exact_levels": list(acct.exact_levels),
+                "mechanism_params": result.parameters,
+            }
+            if acct.noise == "laplace":
+                details["level_epsilon"] = list(acct.level_epsilon)
+            record = _record(
+                request,
+                acct,
+                engine.input_description,
+                engine.domain_description,
+                details,
+                scan,
+                non_private,
+                (
+                    {**stages.seconds, **{f"mechanism: {k}": v for k, v in result.timings.items()}},
+                    [lv.seconds for lv in result.levels],
+                ),
+            )
+            record = engine.write_features(lattice, result, record)
+    timings = stages.done(time.perf_counter() - t_start)
+    return Release(
+        output=request.output,
+        levels_view=request.levels_view,
+        release_id=record.release_id,
+        input=record.input_table,
+        spec=request.spec,
+        mechanism=mech.name,
+        accounting=acct,
+        levels=result.levels,
+        total=int(result.counts.sum()),
+        timings={**timings, **{f"mechanism: {k}": v for k, v in result.timings.items()}},
+        seeded=request.source.seeded,
+        non_private=tuple(record.non_private),
+        diagnostics=dict(scan.diagnostics),
+        guarantee=request.guarantee,
+        mechanism_params=dict(result.parameters),
     )
 
 
@@ -392,7 +524,9 @@ class _Stages:
 def record_parameters(request: ReleaseRequest, accounting: Accounting) -> dict[str, Any]:
     """The mechanism's own parameters (e.g. a threshold), derived from the accounting."""
     mech = request.mechanism
-    return mech.parameters(accounting) if mech.parameters else {}
+    if isinstance(mech, FeatureMechanism) or mech.parameters is None:
+        return {}
+    return mech.parameters(accounting)
 
 
 def _record(
@@ -400,30 +534,34 @@ def _record(
     acct: Accounting,
     input_table: str,
     domain_source: str,
-    result: TopDownResult,
+    details: dict[str, Any],
     scan: Scan,
     non_private: list[str],
-    stage_seconds: dict[str, float],
+    seconds: tuple[dict[str, float], Sequence[float]],
 ) -> ReleaseRecord:
-    """The ledger row of a release (its id is assigned when it is written).
+    """The ledger row of a release (its id is assigned when it is written). ``details`` holds
+    what the mechanism did (per level or query), derived from noisy values only; ``seconds``
+    the times per stage and per level (or query).
 
     Its ``details`` keep what is not private (the input's diagnostics, the times) under keys
     that start with ``diagnostics``: the public view of the row
     (:meth:`~inftda_sql.engines.duckdb.ledger.ReleaseRecord.public`) leaves them out.
     """
     budget, mech = request.budget, request.mechanism
+    spec = request.spec
+    guarantee = request.guarantee
     return ReleaseRecord(
         release_id=0,
         created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         input_table=input_table,
         output_table=request.output,
-        hierarchy=json.dumps(request.spec.as_dict()),
-        tree=request.spec.tree,
+        hierarchy=json.dumps(spec.as_dict()),
+        tree=spec.tree if isinstance(spec, TreeSpec) else "features",
         domain_source=domain_source,
         mechanism=mech.name,
-        guarantee=mech.guarantee,
+        guarantee=guarantee,
         privacy=acct.privacy,
-        rho=budget.rho if mech.guarantee == "zCDP" else None,
+        rho=budget.rho if guarantee in COMPOSES_IN_RHO else None,
         epsilon=budget.epsilon,
         delta=budget.delta,
         conversion=budget.conversion,
@@ -440,14 +578,13 @@ def _record(
         library_version=__version__,
         details=json.dumps(
             {
-                "levels": [lv.as_dict() for lv in result.levels],
                 "levels_view": request.levels_view,
                 "mechanism_params": record_parameters(request, acct),
-                **_level_notes(acct),
+                **details,
                 "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
                 "diagnostics: seconds (not private: they depend on the data)": {
-                    "per_level": [round(lv.seconds, 4) for lv in result.levels],
-                    "per_stage": {k: round(v, 4) for k, v in stage_seconds.items()},
+                    "per_level": [round(t, 4) for t in seconds[1]],
+                    "per_stage": {k: round(v, 4) for k, v in seconds[0].items()},
                 },
             }
         ),

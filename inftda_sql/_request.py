@@ -1,26 +1,32 @@
 """The release request: every argument of ``release()`` checked before any data is read.
 
-:meth:`ReleaseRequest.from_args` validates the arguments that need no database (the hierarchy,
-the budget, the privacy model, the mechanism's requirements, the output's name, the public
-domain's shape) and normalises them; the engine then resolves the names in its catalog
-(:mod:`inftda_sql.engines`). A request holds no data and no connection.
+:meth:`ReleaseRequest.from_args` validates the arguments that need no database (the hierarchy or
+the features, the budget, the privacy model, the mechanism's requirements, the output's name,
+the public domain's shape) and normalises them; the engine then resolves the names in its
+catalog (:mod:`inftda_sql.engines`). A request holds no data and no connection.
+
+What a release measures follows from the mechanism's kind: a hierarchy mechanism takes
+``hierarchy=`` (and ``tree=``), a feature mechanism ``features=`` (and ``structure=``,
+``weights=``); the other pair is refused with the fix.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ._errors import Arg, DomainError, Part, SpecError, Spelling
+from ._errors import Arg, DomainError, InternalError, Part, SpecError, Spelling
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.domains import Domain
+from .core.features import FeatureSpec, parse_features
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
 from .core.tree import ChainTree
 from .engines.duckdb.catalog import file_spelling, file_stem, split_name
-from .mechanisms import Mechanism
+from .mechanisms import REGISTRY, FeatureMechanism, Mechanism, feature_mechanisms
 from .mechanisms import get as get_mechanism
+from .mechanisms.base import Guarantee
 
 __all__ = ["ReleaseRequest", "check_int", "normalise_domains"]
 
@@ -51,17 +57,33 @@ def check_int(name: str, value: object, minimum: int) -> int:
     return int(value)
 
 
-def normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
+def normalise_domains(domain: object, spec: TreeSpec | FeatureSpec) -> list[object]:
     """One domain per chain: a list with one entry per chain, or ONE domain that serves every
     chain (the same object in every entry; each chain then reads the columns that match it,
     see :mod:`inftda_sql.core.domains`). The explicit column mapping of a :class:`Domain` may
-    only name hierarchy columns.
+    only name hierarchy columns. For features: one table of every leaf cell, or a list of
+    tables whose product is the domain, their columns named as the features'.
 
     Example:
         >>> spec = parse_hierarchy([["o_region", "o_lad"], ["d_region", "d_lad"]])
         >>> normalise_domains("geo.parquet", spec)
         ['geo.parquet', 'geo.parquet']
     """
+    if isinstance(spec, FeatureSpec):
+        domains = list(domain) if isinstance(domain, (list, tuple)) else [domain]
+        if not domains:
+            raise DomainError(
+                "domain is an empty list; pass a table of every leaf cell", param="domain"
+            )
+        for d in domains:
+            if isinstance(d, Domain) and d.columns:
+                raise DomainError(
+                    "a Domain's column mapping serves hierarchy chains; for features the "
+                    "domain's columns are named as the features' (rename them in a view or "
+                    f"SELECT), got columns={dict(d.columns)!r}",
+                    param="domain",
+                )
+        return domains
     n = len(spec.chains)
     if n == 1:
         domains = (
@@ -99,18 +121,20 @@ def normalise_domains(domain: object, spec: TreeSpec) -> list[object]:
 class ReleaseRequest:
     """A checked ``release()`` call: what to read, how to measure it, where to write it.
 
-    ``domains`` has one entry per chain (a name, relation or mapping), or is None when the
-    categories are taken from the data (``domain_from_data``, not private). The accounting is
-    checked here (budget, split) but made by :meth:`account` once the public domain is coded:
-    the levels it determines spend nothing.
+    ``domains`` has one entry per chain (a name, relation or mapping) or, for features, one per
+    table of a product domain; None when the categories are taken from the data
+    (``domain_from_data``, not private). ``spec`` is a :class:`TreeSpec` for a hierarchy
+    mechanism and a :class:`FeatureSpec` for a feature mechanism. The accounting is checked
+    here (budget, split) but made by :meth:`account` once the public domain is coded: the
+    levels it determines spend nothing.
     """
 
     table: object
-    spec: TreeSpec
+    spec: TreeSpec | FeatureSpec
     domains: list[object] | None
     budget: Budget
-    mechanism: Mechanism
-    split: tuple[float, ...] | None
+    mechanism: Mechanism | FeatureMechanism
+    split: tuple[float, ...] | dict[str, float] | None
     privacy: str
     privacy_unit: str | None
     contribution: int
@@ -122,6 +146,25 @@ class ReleaseRequest:
     budget_override: bool
     max_cells: int
     source: RandomSource
+
+    @property
+    def tree(self) -> TreeSpec:
+        """The hierarchy of a hierarchy release."""
+        if not isinstance(self.spec, TreeSpec):
+            raise InternalError("a hierarchy stage ran on a feature release")
+        return self.spec
+
+    @property
+    def features(self) -> FeatureSpec:
+        """The features of a feature release."""
+        if not isinstance(self.spec, FeatureSpec):
+            raise InternalError("a feature stage ran on a hierarchy release")
+        return self.spec
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """The guarantee this release gives (for the ledger and stored budgets)."""
+        return self.mechanism.guarantee_for(self.budget)
 
     @property
     def input_name(self) -> str | None:
@@ -144,6 +187,9 @@ class ReleaseRequest:
         hierarchy: object,
         domain: object,
         tree: str | None,
+        features: object = None,
+        structure: object = None,
+        weights: object = None,
         rho: float | None,
         epsilon: float | None,
         delta: float | None,
@@ -152,7 +198,7 @@ class ReleaseRequest:
         privacy_unit: str | None,
         contribution: object,
         distinct: object,
-        split: Sequence[float] | None,
+        split: Sequence[float] | Mapping[str, float] | None,
         count: str | None,
         output: object,
         overwrite: bool,
@@ -163,19 +209,49 @@ class ReleaseRequest:
         levels_view: bool,
         max_cells: object,
     ) -> ReleaseRequest:
-        """Check every argument that needs no database, in the order a user reads them."""
-        spec = parse_hierarchy(hierarchy, tree)
+        """Check every argument that needs no database, in the order a user reads them.
+
+        What is measured comes first: ``features=`` for a feature mechanism, ``hierarchy=`` for
+        the others (the mechanism is looked up quietly to know which; an unknown name is
+        reported in its own turn, after the budget, whose kind it also decides: a pure epsilon
+        is accepted by the mechanisms that add Laplace noise).
+        """
+        known = REGISTRY.get(mechanism) if isinstance(mechanism, str) else None
+        spec: TreeSpec | FeatureSpec
+        if isinstance(known, FeatureMechanism) or (known is None and features is not None):
+            name = known.name if known else str(mechanism)
+            spec = _feature_spec(name, features, hierarchy, tree, structure, weights)
+        else:
+            name = known.name if known else str(mechanism)
+            spec = _tree_spec(name, hierarchy, tree, features, structure, weights)
         check_privacy(privacy)
         m = check_int("contribution", contribution, 1)
         is_distinct = check_distinct(distinct)
-        budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+        budget = Budget.from_args(
+            rho=rho,
+            epsilon=epsilon,
+            delta=delta,
+            conversion=conversion,
+            pure=known is not None and known.pure_budget,
+        )
         mech = get_mechanism(mechanism)
         mech.check(budget)
         cells = check_int("max_cells", max_cells, 1)
         # every accounting error (a bad split, a bad budget) is raised here, before any data
-        mech.account(
-            budget, spec, privacy=privacy, contribution=m, distinct=is_distinct, split=split
-        )
+        if isinstance(mech, FeatureMechanism):
+            if not isinstance(spec, FeatureSpec):  # pragma: no cover - set above
+                raise InternalError("a feature mechanism without features")
+            mech.account(
+                budget, spec, privacy=privacy, contribution=m, distinct=is_distinct, split=split
+            )
+        else:
+            if not isinstance(spec, TreeSpec):  # pragma: no cover - set above
+                raise InternalError("a hierarchy mechanism without a hierarchy")
+            if isinstance(split, Mapping):
+                raise SpecError("split by name is for features; pass one weight per level")
+            mech.account(
+                budget, spec, privacy=privacy, contribution=m, distinct=is_distinct, split=split
+            )
         source = as_source(seed)
         if domain is None and not domain_from_data:
             raise DomainError(*NO_DOMAIN, param="domain")
@@ -210,26 +286,49 @@ class ReleaseRequest:
             domains=None if domain is None else normalise_domains(domain, spec),
             budget=budget,
             mechanism=mech,
-            split=None if split is None else tuple(split),
+            split=None
+            if split is None
+            else dict(split)
+            if isinstance(split, Mapping)
+            else tuple(split),
             privacy=privacy,
             privacy_unit=privacy_unit,
             contribution=m,
             distinct=is_distinct,
             count=count,
             output=output,
-            levels_view=f"{output}_levels" if levels_view else None,
+            levels_view=(
+                f"{output}_{'features' if isinstance(spec, FeatureSpec) else 'levels'}"
+                if levels_view
+                else None
+            ),
             overwrite=bool(overwrite),
             budget_override=bool(budget_override),
             max_cells=cells,
             source=source,
         )
 
-    def account(self, chains: Sequence[ChainTree]) -> Accounting:
-        """The release's accounting, given the public domain's ``chains`` (the levels they
-        determine spend nothing; see :meth:`~inftda_sql.mechanisms.Mechanism.account`)."""
-        return self.mechanism.account(
+    def account(self, chains: Sequence[ChainTree] | None = None) -> Accounting:
+        """The release's accounting, given the public domain's ``chains`` for a hierarchy (the
+        levels they determine spend nothing; see
+        :meth:`~inftda_sql.mechanisms.Mechanism.account`); a feature release's needs none."""
+        mech, spec = self.mechanism, self.spec
+        if isinstance(mech, FeatureMechanism):
+            if not isinstance(spec, FeatureSpec):  # pragma: no cover - checked by from_args
+                raise InternalError("a feature mechanism without features")
+            return mech.account(
+                self.budget,
+                spec,
+                privacy=self.privacy,
+                contribution=self.contribution,
+                distinct=self.distinct,
+                split=self.split,
+            )
+        if not isinstance(spec, TreeSpec) or isinstance(self.split, dict):  # pragma: no cover
+            raise InternalError("a hierarchy mechanism without a hierarchy")
+        return mech.account(
             self.budget,
-            self.spec,
+            spec,
             privacy=self.privacy,
             contribution=self.contribution,
             distinct=self.distinct,
@@ -249,3 +348,75 @@ class ReleaseRequest:
         if budget_note:
             reasons.append(budget_note)
         return reasons
+
+
+def _tree_spec(
+    name: str,
+    hierarchy: object,
+    tree: str | None,
+    features: object,
+    structure: object,
+    weights: object,
+) -> TreeSpec:
+    if features is not None:
+        raise SpecError(
+            Arg("features"),
+            f" is for the mechanisms that release features ({', '.join(feature_mechanisms())}); "
+            f"mechanism {name!r} releases a hierarchy: pass ",
+            Arg("hierarchy", ...),
+            ", or ",
+            Arg("mechanism", "cbdp"),
+            " with ",
+            Arg("features", ...),
+            param="features",
+        )
+    for option, value in (("structure", structure), ("weights", weights)):
+        if value is not None:
+            raise SpecError(
+                Arg(option),
+                f" is an option of the feature mechanisms ({', '.join(feature_mechanisms())}), "
+                f"not of {name!r}; drop it",
+                param=option,
+            )
+    if hierarchy is None:
+        raise SpecError(
+            f"mechanism {name!r} releases a hierarchy: pass ",
+            Arg("hierarchy", ...),
+            " (one chain of columns coarse to fine, or a list of chains)",
+            param="hierarchy",
+        )
+    return parse_hierarchy(hierarchy, tree)
+
+
+def _feature_spec(
+    name: str,
+    features: object,
+    hierarchy: object,
+    tree: str | None,
+    structure: object,
+    weights: object,
+) -> FeatureSpec:
+    if hierarchy is not None or tree is not None:
+        raise SpecError(
+            f"mechanism {name!r} releases features, not a hierarchy: pass ",
+            Arg("features", ...),
+            " (GROUP BY column sets, coarse to fine, the leaf last) instead of ",
+            Arg("hierarchy") if hierarchy is not None else Arg("tree"),
+            param="hierarchy" if hierarchy is not None else "tree",
+        )
+    if features is None:
+        raise SpecError(
+            f"mechanism {name!r} needs ",
+            Arg("features", ...),
+            ": GROUP BY column sets, coarse to fine with the leaf (the cells released) last, e.g. ",
+            Spelling(
+                python="features={'total': [], 'period': ['period'], 'trip': ['o', 'd', 'period']}",
+                cli="--features total: --features period:period --features trip:o,d,period",
+            ),
+            param="features",
+        )
+    return parse_features(
+        features,
+        structure="flat" if structure is None else structure,
+        weights="cells" if weights is None else weights,
+    )

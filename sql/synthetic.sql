@@ -11,3 +11,18 @@ CREATE TABLE $trips AS SELECT $cols FROM $pairs, range(n) AS r(i)
 
 -- name: trips_counts
 CREATE TABLE $trips AS SELECT * FROM $pairs
+
+-- name: table_from
+CREATE TABLE $table AS SELECT * FROM $source ORDER BY ALL
+
+-- name: odmts_cells
+-- every leaf cell of an ODMTS day: every ordered pair of stops in every period, with the
+-- pair's zones and mode (the public mapping) and the period
+CREATE VIEW $cells AS
+SELECT p.o_stop, p.d_stop, t.period, p.o_zone, p.d_zone, p.mode
+FROM $pairs AS p CROSS JOIN $periods AS t
+
+-- name: odmts_trips
+-- one row per trip (o_stop, d_stop, period) from per-cell counts
+CREATE TABLE $trips AS
+SELECT o_stop, d_stop, period FROM $counts, range(n) AS r(i) ORDER BY o_stop, d_stop, period

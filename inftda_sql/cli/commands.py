@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -228,9 +229,19 @@ def release_(args: argparse.Namespace) -> int:
         con = _open(args.db, storage=args.storage_version)
     done = False
     try:
-        names = console.level_names(options["hierarchy"], options.get("tree"))
-        with console.Progress(names, enabled=not args.quiet) as progress:
-            r = release(con, args.table, progress=progress, **options)
+        if "features" in options:  # one line per feature query, numbered from 1
+            names = console.query_names(options["features"], options.get("structure"))
+            with console.Progress(names, enabled=not args.quiet) as bar:
+                r = release(
+                    con,
+                    args.table,
+                    progress=lambda s: bar(dataclasses.replace(s, level=s.level + 1)),
+                    **options,
+                )
+        else:
+            names = console.level_names(options["hierarchy"], options.get("tree"))
+            with console.Progress(names, enabled=not args.quiet) as progress:
+                r = release(con, args.table, progress=progress, **options)
         note = _storage_note(con, args.db)
         done = True
     finally:
@@ -255,7 +266,14 @@ def _from_ledger(con: duckdb.DuckDBPyConnection, released: str) -> tuple[Any, st
     found = read_releases(con, output=released, latest=True)
     if not found:
         return None
-    recorded = json.loads(found[0].hierarchy)["chains"]
+    shape = json.loads(found[0].hierarchy)
+    if "chains" not in shape:
+        raise UsageError(
+            f"inftda-sql evaluate: {released!r} is a feature release ({found[0].mechanism}): "
+            "evaluate compares the levels of a hierarchy; pass --hierarchy to score it as one, "
+            f"or compare each feature of its {released}_features view with the truth in SQL"
+        )
+    recorded = shape["chains"]
     return (recorded[0] if len(recorded) == 1 else recorded), found[0].tree
 
 

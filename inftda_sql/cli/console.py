@@ -34,6 +34,7 @@ __all__ = [
     "error_line",
     "level_names",
     "one_line",
+    "query_names",
     "unexpected_line",
     "warning_line",
     "warnings_as_lines",
@@ -219,6 +220,23 @@ class Progress:
         out.append(f"\r\033[K{status[: width - 1]}")
         self.stream.write("".join(out))
         self.stream.flush()
+
+
+def query_names(features: object, structure: object) -> list[str]:
+    """Names of the queries of a feature release (for the progress bar), coarse to fine; empty
+    if the features are malformed (the release then says what is wrong with them).
+
+    Example:
+        >>> query_names({"total": [], "trip": ["o", "d"]}, None)
+        ['total', 'trip']
+    """
+    from ..core.features import parse_features
+
+    try:
+        spec = parse_features(features, structure="flat" if structure is None else structure)
+    except InftdaError:
+        return []
+    return [q.name for q in spec.queries]
 
 
 def level_names(hierarchy: object, tree: object) -> list[str]:

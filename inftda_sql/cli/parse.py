@@ -16,6 +16,7 @@ from .._compat import COMPATIBLE_STORAGE_VERSION
 from .._errors import SpecError
 from .._version import __version__
 from ..core.domains import Domain
+from ..core.features import STRUCTURES, WEIGHTINGS
 from ..core.spec import TREE_KINDS
 from ..engines.duckdb.catalog import file_spelling
 from ..mechanisms import REGISTRY
@@ -27,6 +28,7 @@ __all__ = [
     "build_parser",
     "chains",
     "column_pairs",
+    "features",
     "plan_domain",
     "plan_options",
     "read_config",
@@ -88,6 +90,28 @@ def _with_columns(domain: Any, columns: dict[str, str]) -> Any:
     return Domain(domain, columns=columns)
 
 
+def features(values: list[str]) -> dict[str, list[str]]:
+    """``--features`` values, one per feature, coarse to fine: ``NAME:COLUMN,COLUMN`` (nothing
+    after the colon for the total).
+
+    Example:
+        >>> features(["total:", "period:period", "trip:o_stop,d_stop,period"])
+        {'total': [], 'period': ['period'], 'trip': ['o_stop', 'd_stop', 'period']}
+    """
+    out: dict[str, list[str]] = {}
+    for value in values:
+        name, colon, cols = value.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(
+                f"inftda-sql release: --features takes NAME:COLUMN,COLUMN (e.g. --features "
+                f"period:period, or --features total: for the total), got {value!r}"
+            )
+        if name.strip() in out:
+            raise UsageError(f"inftda-sql release: --features names {name.strip()!r} twice")
+        out[name.strip()] = [c.strip() for c in cols.split(",") if c.strip()]
+    return out
+
+
 def _split(text: str) -> list[float] | str:
     if text.strip() == "optimal":
         return "optimal"
@@ -119,6 +143,7 @@ RELEASE_KEYS = frozenset({
     "hierarchy", "domain", "tree", "rho", "epsilon", "delta", "conversion", "privacy",
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
     "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
+    "features", "structure", "weights",
 })  # fmt: skip
 #: keys of a release config that are no keyword of release(): the file's own spelling of flags
 CONFIG_ONLY_KEYS = frozenset({"domain_columns"})
@@ -156,6 +181,8 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
         columns.update(pairs)
     if args.hierarchy:
         options["hierarchy"] = chains(args.hierarchy)
+    if args.features:
+        options["features"] = features(args.features)
     if args.domain:
         options["domain"] = args.domain[0] if len(args.domain) == 1 else args.domain
     if columns:
@@ -163,7 +190,8 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("inftda-sql release: --domain-columns goes with --domain")
         options["domain"] = _with_columns(options["domain"], columns)
     for key in (
-        *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit"
+        *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit",
+        "structure", "weights",
     ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
@@ -173,9 +201,11 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
             options[key] = True
     if args.no_levels_view:
         options["levels_view"] = False
-    if "hierarchy" not in options:
+    if "hierarchy" not in options and "features" not in options:
         raise UsageError(
-            "inftda-sql release: --hierarchy is required (e.g. --hierarchy region,province,mun)"
+            "inftda-sql release: --hierarchy is required (e.g. --hierarchy region,province,mun), "
+            "or --features with --mechanism cbdp (e.g. --features period:period --features "
+            "trip:o_stop,d_stop,period)"
         )
     return options
 
@@ -276,7 +306,8 @@ def _add_domain(p: argparse.ArgumentParser) -> None:
         "--domain",
         action="append",
         help="public domain: a table or a parquet/CSV file; once for every chain (columns "
-        "matched by name or a common prefix such as o_/d_), or once per chain",
+        "matched by name or a common prefix such as o_/d_), or once per chain; for --features "
+        "one table of every leaf cell, or once per factor of a product",
     )
     p.add_argument(
         "--domain-columns",
@@ -330,6 +361,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--config", help="TOML file with release options (flags override it)")
     _add_hierarchy(r)
+    f = r.add_argument_group("features (--mechanism cbdp, instead of --hierarchy)")
+    f.add_argument(
+        "--features",
+        action="append",
+        metavar="NAME:COLUMNS",
+        help="a feature: NAME:COL,COL (NAME: for the total); repeat it, coarse to fine, the "
+        "leaf last",
+    )
+    f.add_argument("--structure", choices=list(STRUCTURES), help="default flat")
+    f.add_argument("--weights", choices=list(WEIGHTINGS), help="default cells (1/cells)")
     _add_domain(r)
     _add_budget(r, privacy_unit=True)
     r.add_argument("--count", help="count column of a pre-aggregated input")

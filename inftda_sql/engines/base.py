@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..core.arrays import I64
+from ..core.features import Lattice
 from ..core.tree import ChainTree, TopDownResult
+from ..mechanisms.base import FeatureResult
 from .duckdb.ledger import ReleaseRecord
 
 __all__ = ["Engine", "Scan"]
@@ -34,6 +36,10 @@ class Engine(Protocol):
     Every check that can fail runs before the scan; nothing is written before :meth:`write`,
     which writes the output and its ledger row atomically; :meth:`close` drops whatever the
     release created on the way, whether it succeeded or not.
+
+    A hierarchy release calls resolve, code_domains, scan, level_counts (per level) and write;
+    a feature release (CBDP) calls resolve_features, code_lattice, feature_counts (one scan that
+    counts every query) and write_features.
     """
 
     @property
@@ -76,6 +82,22 @@ class Engine(Protocol):
     def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
         """Check the budget again, write the released cells and the ledger row atomically (one
         transaction); return the ledger row as written, with its release id."""
+        ...
+
+    def resolve_features(self) -> None:
+        """Resolve the input and every domain table; check the input holds the leaf."""
+        ...
+
+    def code_lattice(self) -> Lattice:
+        """The features coded on the public domain (nothing private is read)."""
+        ...
+
+    def feature_counts(self, lattice: Lattice) -> tuple[Scan, list[I64]]:
+        """One scan of the private input: the true counts of every query (zeros included)."""
+        ...
+
+    def write_features(self, lattice: Lattice, result: FeatureResult, record: ReleaseRecord) -> int:
+        """Write the released leaves, the features view and the ledger row atomically."""
         ...
 
     def close(self) -> None:

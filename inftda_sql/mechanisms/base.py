@@ -1,26 +1,35 @@
 """What a mechanism is and what it receives.
 
-A :class:`Mechanism` is one frozen object: its name, the guarantee it gives, which levels it
-noises, what it needs before any work (a kind of budget, an optional extra) and its ``run``.
-Every mechanism receives the same :class:`MechanismContext` (the validated spec, the public
-domain as code ranges, a way to read the true counts of any level, the accounting and the random
-source) and returns a :class:`~inftda_sql.core.tree.TopDownResult`. The accounting module
-decides sensitivities and sigmas; a mechanism only says which levels it pays noise for.
+Two kinds, by what they release:
+
+* A :class:`Mechanism` releases a **hierarchy** (``hierarchy=``): one frozen object with its
+  name, the guarantee it gives, which levels it noises, what it needs before any work (a kind of
+  budget, an optional extra) and its ``run``. Every such mechanism receives the same
+  :class:`MechanismContext` (the validated spec, the public domain as code ranges, a way to read
+  the true counts of any level, the accounting and the random source) and returns a
+  :class:`~inftda_sql.core.tree.TopDownResult`.
+* A :class:`FeatureMechanism` releases a **lattice of features** (``features=``, CBDP): it
+  receives a :class:`FeatureContext` (the features coded on the public domain, the true counts
+  of every query, the accounting, the random source) and returns a :class:`FeatureResult`.
+
+The pipeline dispatches on the kind (``isinstance``), never on a name. The accounting module
+decides sensitivities and noise scales; a mechanism only says which queries it pays noise for.
 Mechanisms are engine-free: they never see a database, only numpy arrays.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from .._errors import Arg, InternalError, SpecError
-from ..core.accounting import Accounting, Budget, account
+from ..core.accounting import Accounting, Budget, account, account_features
 from ..core.arrays import I64
+from ..core.features import FeatureSpec, Lattice
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
 from ..core.topdown import Optimizer, topdown
@@ -28,6 +37,9 @@ from ..core.tree import ChainTree, LevelStats, TopDownResult, determined_levels
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
+    "FeatureContext",
+    "FeatureMechanism",
+    "FeatureResult",
     "Guarantee",
     "Mechanism",
     "MechanismContext",
@@ -39,8 +51,9 @@ __all__ = [
 #: mechanisms that materialise every cell of the full domain refuse above this many cells
 DEFAULT_MAX_CELLS = 50_000_000
 
-Guarantee = Literal["zCDP", "approxDP"]
-"""``zCDP``: rho composes by adding; ``approxDP``: an (epsilon, delta)-DP guarantee only."""
+Guarantee = Literal["zCDP", "approxDP", "pureDP"]
+"""``zCDP``: rho composes by adding; ``approxDP``: an (epsilon, delta)-DP guarantee only;
+``pureDP``: epsilon-DP, which is also ``epsilon^2 / 2``-zCDP and composes as such."""
 
 
 TrueLevel = Callable[[int, tuple[int, ...]], tuple[I64, I64]]
@@ -182,6 +195,13 @@ class Mechanism:
     requires: Callable[[Budget], None] | None = None
     parameters: Callable[[Accounting], dict[str, Any]] | None = None
 
+    #: a tree mechanism takes zCDP (or (epsilon, delta)) budgets, never a pure epsilon
+    pure_budget = False
+
+    def guarantee_for(self, budget: Budget) -> Guarantee:
+        """The guarantee of a release with ``budget`` (the mechanism's own, for a tree)."""
+        return self.guarantee
+
     @property
     def releases_root(self) -> bool:
         """Whether the mechanism releases the root count by itself (and may pay for it)."""
@@ -251,3 +271,131 @@ class Mechanism:
                 param="max_cells",
             )
         return cells
+
+
+# ---------------------------------------------------------------------------------------------
+# feature mechanisms (CBDP)
+
+
+@dataclass(frozen=True)
+class FeatureContext:
+    """Everything a feature mechanism may use. Only ``true_counts`` and ``total`` are private.
+
+    Attributes:
+        lattice: the queries coded on the PUBLIC domain (cells, maps leaf -> cell).
+        true_counts: per query, the true count of every one of its cells (zeros included).
+        total: the true number of records N.
+        accounting: per noised query its sensitivity, budget and noise scale.
+        source: the random source (the OS CSPRNG unless a test seed was given).
+    """
+
+    lattice: Lattice
+    true_counts: Sequence[I64]
+    total: int
+    accounting: Accounting
+    source: RandomSource
+    progress: Callable[[LevelStats], None] | None = None
+    max_cells: int = DEFAULT_MAX_CELLS
+
+
+@dataclass(frozen=True)
+class FeatureResult:
+    """The released leaf cells (positive counts only) and what each query did.
+
+    ``leaves`` are leaf codes of the lattice; ``levels`` has one entry per query (noised cells,
+    released non-zero cells, noise standard deviation); ``parameters`` are facts derived from
+    noisy values only (solver and rounding statistics), recorded in the ledger.
+    """
+
+    leaves: I64
+    counts: I64
+    levels: tuple[LevelStats, ...]
+    parameters: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds per step, for the data owner's summary (never recorded in the ledger)."""
+
+
+@dataclass(frozen=True)
+class FeatureMechanism:
+    """One mechanism that releases a lattice of features (``features=``).
+
+    Attributes:
+        name: the ``mechanism=`` value that selects it.
+        summary: one line: what it releases.
+        run: the mechanism itself, ``FeatureContext -> FeatureResult``.
+        requires: a check before any work (a kind of budget, an optional extra installed).
+        bytes_per_cell: working memory per leaf cell of the full domain, for the size check.
+    """
+
+    name: str
+    summary: str
+    run: Callable[[FeatureContext], FeatureResult]
+    requires: Callable[[Budget], None] | None = None
+    bytes_per_cell: int = 0
+
+    #: a pure epsilon (``epsilon=`` without ``delta=``) selects Laplace noise
+    pure_budget = True
+
+    def guarantee_for(self, budget: Budget) -> Guarantee:
+        """``pureDP`` with a pure epsilon budget (Laplace noise), ``zCDP`` otherwise."""
+        return "pureDP" if budget.pure else "zCDP"
+
+    def check(self, budget: Budget) -> None:
+        """Refuse, before any work, a budget or installation this mechanism cannot run with."""
+        if self.requires is not None:
+            self.requires(budget)
+
+    def account(
+        self,
+        budget: Budget,
+        spec: FeatureSpec,
+        *,
+        privacy: str = "bounded",
+        contribution: int = 1,
+        distinct: bool = False,
+        split: Sequence[float] | Mapping[str, float] | None = None,
+    ) -> Accounting:
+        """The accounting of this mechanism's queries (see
+        :func:`~inftda_sql.core.accounting.account_features`)."""
+        queries = spec.queries
+        return account_features(
+            budget,
+            [q.name for q in queries],
+            totals=[q.is_total for q in queries],
+            leaf=len(queries) - 1,
+            privacy=privacy,
+            contribution=contribution,
+            distinct=distinct,
+            split=split,
+        )
+
+    def check_size(self, lattice: Lattice, max_cells: int) -> None:
+        """Refuse, before the private data is read, a domain too large to optimise: more leaf
+        cells than ``max_cells``, or more working memory than the machine has available."""
+        n = lattice.n_leaf
+        if n > max_cells:
+            raise SpecError(
+                f"mechanism {self.name!r} optimises every leaf cell of the full domain: "
+                f"{n:,} cells exceed max_cells={max_cells:,}; raise max_cells= (it needs about "
+                f"{self.bytes_per_cell * n / 2**30:.1f} GiB) or coarsen the leaf"
+            )
+        available = available_memory()
+        need = self.bytes_per_cell * n
+        if available is not None and need > available:
+            raise SpecError(
+                f"mechanism {self.name!r} needs about {need / 2**30:.1f} GiB for {n:,} leaf "
+                f"cells, but only {available / 2**30:.1f} GiB of memory is available; coarsen "
+                "the leaf, or run it on a larger machine"
+            )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None

@@ -1,4 +1,4 @@
--- bound_units(SPEC, '"trips"', 'u', distinct=False, m=2)
+-- bound_units(SPEC.columns, '"trips"', 'u', distinct=False, m=2)
 (-- Contribution bounding, before anything is counted: every privacy unit keeps at most 2 of its
 -- records, chosen uniformly at random. Within a unit that has more than 2, records are ranked
 -- by a keyed SHA-256 of (unit, record rank) under a secret 256-bit salt drawn from the release's
@@ -15,7 +15,7 @@ FROM (
     FROM "trips"
 ) AS ranked);
 
--- bound_units(SPEC, '"trips"', 'u', distinct=True, m=1)
+-- bound_units(SPEC.columns, '"trips"', 'u', distinct=True, m=1)
 (-- Contribution bounding, before anything is counted: every privacy unit keeps at most 1 of its
 -- records, chosen uniformly at random. Within a unit that has more than 1, records are ranked
 -- by a keyed SHA-256 of (unit, record rank) under a secret 256-bit salt drawn from the release's

@@ -803,3 +803,68 @@ def test_publish_writes_a_shareable_file(
         capsys,
     )
     assert code == 1 and "private input" in err
+
+
+def test_release_cbdp_features(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--mechanism cbdp --features ...` from flags and from a TOML file; evaluate refuses a
+    feature release with a pointer to its features view."""
+    db = tmp_path / "odmts.duckdb"
+    con = duckdb.connect(str(db))
+    from inftda_sql.synthetic import odmts
+
+    odmts(con, stops=10, zones=2, period_minutes=360, trips=300, seed=2)
+    con.close()
+    flags = [
+        "--mechanism", "cbdp", "--features", "total:", "--features", "period:period",
+        "--features", "zones:o_zone,d_zone,period", "--features", "trip:o_stop,d_stop,period",
+        "--domain", "odmts_pairs", "--domain", "odmts_periods",
+    ]  # fmt: skip
+    code, out, err = run(
+        ["release", str(db), "odmts_trips", *flags, "--epsilon", "1", "--seed", "1", "--quiet"],
+        capsys,
+    )
+    assert code == 0, err
+    assert "(cbdp, 4 features, flat structure, bounded DP)" in out
+    assert "pure DP, discrete Laplace noise" in out
+    config = tmp_path / "cbdp.toml"
+    config.write_text(
+        'mechanism = "cbdp"\nepsilon = 1.0\nseed = 1\noutput = "again"\n'
+        'domain = ["odmts_pairs", "odmts_periods"]\nstructure = "hierarchical"\n'
+        '[features]\ntotal = []\nperiod = ["period"]\nzones = ["o_zone", "d_zone", "period"]\n'
+        'trip = ["o_stop", "d_stop", "period"]\n'
+    )
+    code, out, err = run(
+        ["release", str(db), "odmts_trips", "--config", str(config), "--quiet"], capsys
+    )
+    assert code == 0, err
+    assert "hierarchical structure" in out
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT sum(count) FROM odmts_trips_private").fetchall() == [(300,)]
+        assert con.execute("SELECT count(DISTINCT feature) FROM again_features").fetchall() == [
+            (4,)
+        ]
+    finally:
+        con.close()
+    code, out, err = run(["evaluate", str(db), "odmts_trips", "again"], capsys)
+    assert code == 2
+    assert "'again' is a feature release (cbdp)" in err and "again_features view" in err
+    code, out, err = run(
+        [
+            "release",
+            str(db),
+            "odmts_trips",
+            "--features",
+            "trip:o_stop,d_stop,period",
+            "--domain",
+            "odmts_pairs",
+            "--domain",
+            "odmts_periods",
+            "--epsilon",
+            "1",
+        ],
+        capsys,
+    )
+    assert code == 1
+    assert "--features is for the mechanisms that release features (cbdp)" in err
+    assert "--hierarchy ..., or --mechanism cbdp with --features ..." in err

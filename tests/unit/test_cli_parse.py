@@ -157,3 +157,48 @@ def test_domain_columns_wrap_every_domain() -> None:
 def test_chains() -> None:
     assert parse.chains(["a, b ,c"]) == ["a", "b", "c"]
     assert parse.chains(["a", "b,c"]) == [["a"], ["b", "c"]]
+
+
+def test_features_flags_become_the_features_mapping() -> None:
+    args = _args(
+        "release", "db.duckdb", "trips", "--mechanism", "cbdp",
+        "--features", "total:", "--features", "period:period",
+        "--features", "trip:o_stop, d_stop ,period",
+        "--domain", "pairs", "--domain", "periods", "--structure", "hierarchical",
+        "--weights", "uniform", "--epsilon", "1",
+    )  # fmt: skip
+    options = parse.release_options(args)
+    assert options["features"] == {
+        "total": [],
+        "period": ["period"],
+        "trip": ["o_stop", "d_stop", "period"],
+    }
+    assert list(options["features"]) == ["total", "period", "trip"]  # coarse to fine, as typed
+    assert options["domain"] == ["pairs", "periods"]
+    assert (options["structure"], options["weights"], options["mechanism"]) == (
+        "hierarchical",
+        "uniform",
+        "cbdp",
+    )
+    assert "hierarchy" not in options
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("period", "--features takes NAME:COLUMN,COLUMN"),
+        (":period", "--features takes NAME:COLUMN,COLUMN"),
+    ],
+)
+def test_bad_features_flags(value: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse.release_options(_args("release", "db", "t", "--features", value))
+    with pytest.raises(UsageError, match="names 'a' twice"):
+        parse.release_options(_args("release", "db", "t", "--features", "a:x", "--features", "a:y"))
+
+
+def test_release_needs_a_hierarchy_or_features() -> None:
+    with pytest.raises(
+        UsageError, match=r"--hierarchy is required .* or --features with --mechanism cbdp"
+    ):
+        parse.release_options(_args("release", "db", "t", "--epsilon", "1"))

@@ -72,6 +72,11 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
         "scan",
         "level_counts",
         "write",
+        # a feature release (CBDP): its domain, its one GROUPING SETS scan, its write
+        "resolve_features",
+        "code_lattice",
+        "feature_counts",
+        "write_features",
         "close",
     }
     assert wanted <= set(dir(engine))

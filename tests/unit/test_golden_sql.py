@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 
+from inftda_sql.core.features import Lattice, code_lattice, parse_features
 from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.core.tree import key_strides
 from inftda_sql.engines.duckdb import compile as _compile
@@ -42,7 +44,15 @@ ORIGIN, DESTINATION = SPEC.chains
 SIZES = [(1, 2, 3), (1, 2, 3)]
 LEAF = ('"__inftda_g_leaf"', '"__inftda_g_keys"')
 #: public functions of compile.py that do not return SQL
-NOT_SQL = {"TempNames", "ancestors", "code_column", "depth_code", "level_cell_columns"}
+NOT_SQL = {
+    "TempNames",
+    "ancestors",
+    "code_column",
+    "depth_code",
+    "feature_set_mask",
+    "level_cell_columns",
+    "query_code",
+}
 #: golden files that are not one compile function's (tests/unit/test_compile.py)
 OTHER_GOLDEN = {"od_destination.sql"}
 
@@ -191,13 +201,13 @@ def test_golden_distinct_paths(world: duckdb.DuckDBPyConnection, golden: Golden)
 
 
 def test_golden_bound_units(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    records = _compile.bound_units(SPEC, '"trips"', "u", distinct=False, m=2)
-    cells = _compile.bound_units(SPEC, '"trips"', "u", distinct=True, m=1)
+    records = _compile.bound_units(SPEC.columns, '"trips"', "u", distinct=False, m=2)
+    cells = _compile.bound_units(SPEC.columns, '"trips"', "u", distinct=True, m=1)
     golden(
         "bound_units.sql",
         _text(
-            ("bound_units(SPEC, '\"trips\"', 'u', distinct=False, m=2)", records),
-            ("bound_units(SPEC, '\"trips\"', 'u', distinct=True, m=1)", cells),
+            ("bound_units(SPEC.columns, '\"trips\"', 'u', distinct=False, m=2)", records),
+            ("bound_units(SPEC.columns, '\"trips\"', 'u', distinct=True, m=1)", cells),
         ),
     )
     salt = {"salt": "ab" * 32}
@@ -220,7 +230,7 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     world.execute(
         "CREATE TABLE trips_enum AS SELECT * REPLACE (o_reg::ENUM('A', 'B') AS o_reg) FROM trips"
     ).fetchall()
-    bounded_input = _compile.bound_units(SPEC, '"trips"', "u", distinct=False, m=1)
+    bounded_input = _compile.bound_units(SPEC.columns, '"trips"', "u", distinct=False, m=1)
     variants = [
         ("microdata", ('"trips"', None, True), {}),
         ("integer count column n", ('"trips"', "n", True), {}),
@@ -729,3 +739,125 @@ def test_golden_detach(con: duckdb.DuckDBPyConnection, golden: Golden, in_tmp: P
     _run(con, _compile.attach("pub.duckdb", "__inftda_pub", None))
     _run(con, sql)
     assert _databases(con) == ["memory"]
+
+
+# ----------------------------------------------------------------------------- feature releases
+
+
+FEATURES = parse_features(
+    {
+        "total": [],
+        "zones": ["o_reg", "d_reg"],
+        "pair": ["o_mun", "d_mun"],
+        "leaf": ["o_mun", "d_mun", "t"],
+    }
+)
+
+
+@pytest.fixture
+def lattice(world: duckdb.DuckDBPyConnection) -> Lattice:
+    """The trips' O/D pairs in two periods: the domain as the product of a pairs table (every
+    origin x destination with their regions) and a periods table; their code tables
+    registered as a feature release registers them."""
+    world.execute(
+        "CREATE TABLE fpairs AS SELECT o.o_reg, o.o_mun, d.d_reg, d.d_mun FROM geo_o o, geo_d d"
+    ).fetchall()
+    world.execute("CREATE TABLE fperiods AS SELECT range::INTEGER AS t FROM range(2)").fetchall()
+    world.execute(
+        "CREATE TABLE ftrips AS SELECT o_mun, d_mun, (u - 1) % 2 AS t, n FROM trips"
+    ).fetchall()
+    tables = [
+        world.sql(
+            _compile.feature_part(["o_reg", "o_mun", "d_reg", "d_mun"], {}, '"fpairs"')
+        ).to_arrow_table(),
+        world.sql(_compile.feature_part(["t"], {"t": "INTEGER"}, '"fperiods"')).to_arrow_table(),
+    ]
+    lat = code_lattice(FEATURES, tables, ["fpairs", "fperiods"])
+    for t, part in enumerate(lat.parts):
+        table = part.rows
+        for q in range(len(part.codes)):
+            table = table.append_column(_compile.query_code(q), pa.array(part.row_codes(q)))
+        world.register(NAMES.part(t), table)
+    return lat
+
+
+def test_golden_feature_part(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.feature_part(["o_mun", "d_mun"], {"o_mun": "VARCHAR"}, '"geo_pairs"')
+    golden(
+        "feature_part.sql",
+        _text(("feature_part(['o_mun', 'd_mun'], {'o_mun': 'VARCHAR'}, '\"geo_pairs\"')", sql)),
+    )
+    world.execute(
+        "CREATE TABLE geo_pairs AS SELECT o_mun, d_mun, 1 AS extra FROM geo_o, geo_d"
+    ).fetchall()
+    assert len(_rows(world, sql)) == 12  # 4 origin rows (a1 twice) x 3 destinations
+
+
+def test_golden_feature_counts(
+    world: duckdb.DuckDBPyConnection, lattice: Lattice, golden: Golden
+) -> None:
+    leaf = {"o_mun": "o_mun", "d_mun": "d_mun", "t": "t"}
+    micro = _compile.feature_counts(NAMES, lattice, '"ftrips"', leaf, None, True, False)
+    counted = _compile.feature_counts(NAMES, lattice, '"ftrips"', leaf, "n", True, False)
+    golden(
+        "feature_counts.sql",
+        _text(
+            ("feature_counts(NAMES, lattice, '\"ftrips\"', leaf, None, True, False)", micro),
+            ("feature_counts(NAMES, lattice, '\"ftrips\"', leaf, 'n', True, False)", counted),
+        ),
+    )
+    found = _rows(world, f"SELECT __set, __k0, __k1, __k2, __k3, __n FROM ({counted}) ORDER BY ALL")
+    per_set: dict[int, dict[Any, int]] = {}
+    for row in found:
+        q = [_compile.feature_set_mask(lattice, i) for i in range(4)].index(row[0])
+        per_set.setdefault(q, {})[row[1 + q]] = row[-1]
+    assert per_set[0] == {0: 11}  # the total of n
+    assert sum(per_set[1].values()) == sum(per_set[2].values()) == sum(per_set[3].values()) == 11
+    assert len(per_set[1]) == 3  # zone pairs A>X, A>Y, B>X
+    assert len(per_set[3]) == 4  # leaves: (a1, x1, 0), (a2, y1, 0), (b1, x2, 1), (a1, y1, 0)
+
+
+def test_golden_feature_unmatched(
+    world: duckdb.DuckDBPyConnection, lattice: Lattice, golden: Golden
+) -> None:
+    leaf = {"o_mun": "o_mun", "d_mun": "d_mun", "t": "t"}
+    sql = _compile.feature_unmatched(NAMES, lattice, '"ftrips"', leaf)
+    golden("feature_unmatched.sql", _text(("feature_unmatched(NAMES, lattice, ...)", sql)))
+    assert _rows(world, sql) == []
+    world.execute("INSERT INTO ftrips VALUES ('zz', 'x1', 0, 1), ('a1', 'x1', 5, 1)").fetchall()
+    assert _rows(world, sql) == [("a1", "x1", 5, 2)]
+
+
+def test_golden_feature_output(
+    world: duckdb.DuckDBPyConnection, lattice: Lattice, golden: Golden
+) -> None:
+    sql = _compile.feature_output(NAMES, lattice, '"fout"')
+    golden("feature_output.sql", _text(("feature_output(NAMES, lattice, '\"fout\"')", sql)))
+    leaves = np.array([0, 11], dtype=np.int64)  # two leaves: the first and last pair
+    parts = lattice.part_codes(leaves)
+    world.register(NAMES.released, pa.table({"__p0": parts[0], "__p1": parts[1], "count": [5, 7]}))
+    _run(world, sql)
+    rows = _rows(world, "SELECT o_mun, d_mun, t, o_reg, d_reg, count FROM fout ORDER BY ALL")
+    assert sorted(r[-1] for r in rows) == [5, 7]
+    # every leaf decoded with the regions the domain gives it, and the periods of its codes
+    assert all(r[3] == r[0][0].upper() and r[4] == r[1][0].upper() for r in rows)
+    assert {r[2] for r in rows} == {int(c) for c in parts[1]}
+
+
+def test_golden_features_view(
+    world: duckdb.DuckDBPyConnection, lattice: Lattice, golden: Golden
+) -> None:
+    sql = _compile.features_view(FEATURES, '"fout_features"', '"fout"')
+    golden("features_view.sql", _text(("features_view(FEATURES, ...)", sql)))
+    world.execute(
+        "CREATE TABLE fout AS SELECT * FROM (VALUES ('a1','x1',0,'A','X',5), "
+        "('a2','x1',1,'A','X',2), ('b1','y1',0,'B','Y',7)) r(o_mun, d_mun, t, o_reg, d_reg, count)"
+    ).fetchall()
+    _run(world, sql)
+    assert _rows(world, "SELECT feature, count FROM fout_features WHERE feature = 'total'") == [
+        ("total", 14)
+    ]
+    assert _rows(
+        world, "SELECT o_reg, d_reg, count FROM fout_features WHERE feature = 'zones' ORDER BY ALL"
+    ) == [("A", "X", 7), ("B", "Y", 7)]
+    assert len(_rows(world, "SELECT * FROM fout_features WHERE feature = 'leaf'")) == 3

@@ -21,6 +21,7 @@ from inftda_sql.core.tree import ChainTree, LevelStats, TopDownResult, key_strid
 from inftda_sql.mechanisms import (
     MECHANISMS,
     REGISTRY,
+    FeatureMechanism,
     Mechanism,
     MechanismContext,
     check_full_domain,
@@ -39,8 +40,16 @@ def test_every_entry_is_a_mechanism_named_as_its_key() -> None:
     assert tuple(REGISTRY) == MECHANISMS
     assert MECHANISMS[0] == "inftda"  # the default comes first
     for key, mech in REGISTRY.items():
-        assert isinstance(mech, Mechanism)
         assert mech.name == key and mech.summary
+        if isinstance(
+            mech, FeatureMechanism
+        ):  # releases features: its guarantee follows the budget
+            assert mech.guarantee_for(Budget.from_args(epsilon=1.0, pure=True)) == "pureDP"
+            assert mech.guarantee_for(Budget.from_args(rho=1.0)) == "zCDP"
+            assert mech.pure_budget and mech.bytes_per_cell > 0
+            continue
+        assert isinstance(mech, Mechanism)
+        assert not mech.pure_budget
         assert mech.guarantee in ("zCDP", "approxDP")
         assert mech.noises in ("tree", "leaves")
         assert mech.full_domain in (None, "leaves", "tree")
@@ -73,6 +82,10 @@ def test_get_lists_the_names(name: object) -> None:
 
 def test_noised_levels_follow_noises() -> None:
     for name, mech in REGISTRY.items():
+        if isinstance(mech, FeatureMechanism):  # no levels: a hierarchy question is refused
+            with pytest.raises(SpecError, match=f"mechanism '{name}' releases features"):
+                noised_levels(name, SPEC)
+            continue
         expected = ["region", "mun"] if mech.noises == "tree" else ["mun"]
         assert noised_levels(name, SPEC) == mech.noised_levels(SPEC) == expected
         assert mech.releases_root == (mech.noises == "tree")

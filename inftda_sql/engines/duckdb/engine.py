@@ -13,9 +13,13 @@ from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.domains import unwrap
+from ...core.features import FeatureSpec, Lattice
+from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
+from ...mechanisms.base import FeatureResult
 from ..base import Scan
 from . import compile as _compile
+from . import features as _features
 from .catalog import (
     Source,
     TableRef,
@@ -128,7 +132,7 @@ class DuckDBEngine:
             self.con,
             inp.resolved,
             req.budget,
-            req.mechanism.guarantee,
+            req.guarantee,
             override=req.budget_override,
         )
 
@@ -148,8 +152,11 @@ class DuckDBEngine:
                     param="domain",
                 )
 
-    def _domain_role(self, chain: int) -> str:
-        return f"domain of chain {chain + 1}" if len(self.request.spec.chains) > 1 else "domain"
+    def _domain_role(self, index: int) -> str:
+        spec, domains = self.request.spec, self.request.domains or []
+        if isinstance(spec, FeatureSpec):  # a feature release: the tables of a product
+            return f"domain table {index + 1}" if len(domains) > 1 else "domain"
+        return f"domain of chain {index + 1}" if len(spec.chains) > 1 else "domain"
 
     def _check_targets(self) -> None:
         """The output and its levels view must not be the input, a table it reads, a domain
@@ -201,7 +208,7 @@ class DuckDBEngine:
                 )
 
     def resolve(self) -> None:
-        req, spec = self.request, self.request.spec
+        req, spec = self.request, self.request.tree
         inp = self.input
         for col in spec.columns:
             inp.column(col, "hierarchy column")
@@ -229,7 +236,7 @@ class DuckDBEngine:
             self._domain_desc.append(dom.description)
 
     def code_domains(self) -> list[ChainTree]:
-        spec, inp = self.request.spec, self.input
+        spec, inp = self.request.tree, self.input
         trees = []
         for c, chain in enumerate(spec.chains):
             role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
@@ -246,7 +253,7 @@ class DuckDBEngine:
         return scan(
             self.con,
             self.names,
-            req.spec,
+            req.tree,
             self.input,
             count=req.count,
             count_is_integer=self._count_is_integer,
@@ -257,7 +264,7 @@ class DuckDBEngine:
         )
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
-        return level_counts(self.con, self.names, self.request.spec, level, strides)
+        return level_counts(self.con, self.names, self.request.tree, level, strides)
 
     def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
         req = self.request
@@ -266,7 +273,7 @@ class DuckDBEngine:
         return write_release(
             self.con,
             self.names,
-            req.spec,
+            req.tree,
             result,
             output=self._output,
             view=self._view,
@@ -274,7 +281,83 @@ class DuckDBEngine:
             record=record,
             source=self.input.resolved,
             budget=req.budget,
-            guarantee=req.mechanism.guarantee,
+            guarantee=req.guarantee,
+            budget_override=req.budget_override,
+        )
+
+    # --- feature releases (CBDP) ---------------------------------------------------------------
+
+    def resolve_features(self) -> None:
+        """Check the input holds the leaf's columns (and the count column); with the domain
+        taken from the data, make it the input's distinct cells (NOT private)."""
+        req, spec = self.request, self.request.features
+        inp = self.input
+        for col in _features.input_leaf_columns(spec, inp).values():
+            check_scalar_type(inp, col, "leaf column", InputDataError)
+        if req.count is not None:
+            self._count, self._count_is_integer = count_column(inp, req.count)
+            if req.count.lower() in {c.lower() for c in spec.leaf.columns}:
+                raise SpecError(f"count column {req.count!r} is also a leaf column", param="count")
+        if req.domains is None:
+            for col in spec.columns:
+                inp.column(col, "feature column (the domain is taken from the data)")
+            self._domains = [
+                Source(
+                    _compile.distinct_paths(spec.columns, inp.sql),
+                    "the input's distinct cells (FROM DATA, not private)",
+                    inp.columns,
+                    inp.names,
+                    inp.resolved,
+                )
+            ]
+            self._domain_desc.append("FROM DATA (not private)")
+            return
+        for dom in self._domains:
+            self._domain_desc.append(dom.description)
+
+    def code_lattice(self) -> Lattice:
+        """The features coded on the public domain (nothing private is read)."""
+        return _features.code_domain(
+            self.con, self.names, self.request.features, self.input, self._domains
+        )
+
+    def feature_counts(self, lattice: Lattice) -> tuple[Scan, list[I64]]:
+        """The one GROUPING SETS scan of the private input: every query's true counts."""
+        req = self.request
+        return _features.scan(
+            self.con,
+            self.names,
+            lattice,
+            self.input,
+            count=self._count,
+            count_is_integer=self._count_is_integer,
+            privacy_unit=req.privacy_unit,
+            contribution=req.contribution,
+            distinct=req.distinct,
+            source=req.source,
+        )
+
+    def write_features(
+        self, lattice: Lattice, result: FeatureResult, record: ReleaseRecord
+    ) -> ReleaseRecord:
+        """Check the budget again, write the released leaves, the features view and the ledger
+        row atomically; return the ledger row as written."""
+        req = self.request
+        if self._output is None:
+            raise SpecError("the output is not resolved yet: call prepare() first")
+        return _features.write(
+            self.con,
+            self.names,
+            lattice,
+            result.leaves,
+            result.counts,
+            output=self._output,
+            view=self._view,
+            overwrite=req.overwrite,
+            record=record,
+            source=self.input.resolved,
+            budget=req.budget,
+            guarantee=req.guarantee,
             budget_override=req.budget_override,
         )
 
@@ -291,7 +374,13 @@ class DuckDBEngine:
         for table in (self.names.leaf, self.names.keys):
             with contextlib.suppress(duckdb.Error):
                 run(self.con, _compile.drop_temp_table(table))
-        n_chains = len(self.request.spec.chains)
-        for registered in [self.names.released, *(self.names.codes(c) for c in range(n_chains))]:
+        spec = self.request.spec
+        n_chains = len(spec.chains) if isinstance(spec, TreeSpec) else 0
+        n_parts = len(self._domains) if isinstance(spec, FeatureSpec) else 0
+        for registered in [
+            self.names.released,
+            *(self.names.codes(c) for c in range(n_chains)),
+            *(self.names.part(t) for t in range(n_parts)),
+        ]:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(registered)

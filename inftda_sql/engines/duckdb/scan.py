@@ -26,7 +26,7 @@ from . import compile as _compile
 from .catalog import Source, check_scalar_type, is_wide_number, join_type
 from .sql import arrow, ident, rows, run, scalar
 
-__all__ = ["level_counts", "scan"]
+__all__ = ["COUNT_LIMIT", "check_counts", "check_unit", "level_counts", "scan"]
 
 _FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"})
 
@@ -50,9 +50,11 @@ def scan(
     scan_sql, params = inp.sql, None
     unit: str | None = None
     if privacy_unit is not None:
-        unit = _check_unit(con, inp, privacy_unit, spec, count)
+        unit = check_unit(con, inp, privacy_unit, spec.columns, count)
         salt = source.words(4).tobytes().hex()  # 256-bit secret for the random choice
-        scan_sql = _compile.bound_units(spec, inp.sql, unit, distinct=distinct, m=contribution)
+        scan_sql = _compile.bound_units(
+            spec.columns, inp.sql, unit, distinct=distinct, m=contribution
+        )
         params = {"salt": salt}
     wide = count is not None and is_wide_number(inp.columns[count.lower()])
     enums = frozenset(
@@ -147,7 +149,21 @@ def _validate_input(
                     f"first; {_see_rows(inp, f'isnan({ident(col)})')}",
                     param="hierarchy",
                 )
-    n_nulls, n_negative, n_not_whole, n_big, n_big_cells = (int(x) for x in stats[len(cols) :])
+    check_counts(count, inp, *(int(x) for x in stats[len(cols) :]))
+
+
+def check_counts(
+    count: str | None,
+    inp: Source,
+    n_nulls: int,
+    n_negative: int,
+    n_not_whole: int,
+    n_big: int,
+    n_big_cells: int,
+) -> None:
+    """Refuse a count column with rows that are NULL, negative, not whole or beyond int64, or
+    leaf cells above 2**60: the numbers of rows and cells and a query listing them, never a
+    count (before any noise)."""
     if count is None:
         return
     q = ident(count)
@@ -198,17 +214,23 @@ def _too_large(count: str | None) -> str:
     )
 
 
-def _check_unit(
-    con: duckdb.DuckDBPyConnection, inp: Source, unit: object, spec: TreeSpec, count: str | None
+def check_unit(
+    con: duckdb.DuckDBPyConnection,
+    inp: Source,
+    unit: object,
+    columns: Sequence[str],
+    count: str | None,
+    role: str = "hierarchy column",
 ) -> str:
-    """The privacy-unit column: present, not a hierarchy or count column, never NULL."""
+    """The privacy-unit column: present, not one of ``columns`` (the hierarchy's, or the leaf's
+    of a feature release) nor the count column, never NULL."""
     if not isinstance(unit, str) or not unit:
         raise SpecError(f"privacy_unit must be a column name, got {unit!r}", param="privacy_unit")
     stored = inp.column(unit, "privacy unit")
     check_scalar_type(inp, unit, "privacy unit column", InputDataError)
-    if unit.lower() in {c.lower() for c in spec.columns}:
+    if unit.lower() in {c.lower() for c in columns}:
         raise SpecError(
-            f"privacy_unit {unit!r} is also a hierarchy column; name the column that "
+            f"privacy_unit {unit!r} is also a {role}; name the column that "
             "identifies a person or household",
             param="privacy_unit",
         )

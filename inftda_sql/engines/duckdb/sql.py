@@ -116,7 +116,11 @@ def scalar(
     return result[0][0] if result else None
 
 
-def arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+def arrow(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
+) -> pa.Table:
     """Run a query and return its result as an Arrow table (zero-copy columnar)."""
     with _interruptible():
+        if params:
+            return con.sql(sql, params=dict(params)).to_arrow_table()
         return con.sql(sql).to_arrow_table()
