@@ -546,3 +546,41 @@ def test_domain_from_data_is_recorded_as_not_private(con: duckdb.DuckDBPyConnect
         inftda_sql.release(
             con, "tiny", mechanism="cbdp", features=FEATURES, domain_from_data=True, rho=INF
         )
+
+
+def test_parquet_input_and_domain(tmp_path: Path) -> None:
+    """Files work as for a hierarchy: the input charged to its path, a Domain without a column
+    mapping is the domain, a mapping is refused (it serves chains), and the input passed as its
+    own domain is refused (its categories would come from the private data)."""
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    dom, trips = tmp_path / "dom.parquet", tmp_path / "trips.parquet"
+    con.execute(f"COPY (SELECT * FROM (VALUES ('a','x'),('a','y'),('b','x')) t(g, c)) TO '{dom}'")
+    con.execute(f"COPY (SELECT * FROM (VALUES ('a','x'),('a','x'),('b','x')) t(g, c)) TO '{trips}'")
+    features = {"total": [], "g": ["g"], "leaf": ["g", "c"]}
+    r = inftda_sql.release(
+        con,
+        trips,
+        mechanism="cbdp",
+        features=features,
+        domain=inftda_sql.Domain(str(dom)),
+        rho=float("inf"),
+    )
+    assert r.output == "trips_private" and r.input == str(trips)
+    assert con.execute("SELECT * FROM trips_private ORDER BY ALL").fetchall() == [
+        ("a", "x", 2),
+        ("b", "x", 1),
+    ]
+    with pytest.raises(DomainError, match="column mapping serves hierarchy chains"):
+        inftda_sql.release(
+            con,
+            trips,
+            mechanism="cbdp",
+            features=features,
+            domain=inftda_sql.Domain(str(dom), columns={"g": "g"}),
+            rho=1.0,
+            overwrite=True,
+        )
+    with pytest.raises(DomainError, match="which the input reads too"):
+        inftda_sql.release(
+            con, trips, mechanism="cbdp", features=features, domain=trips, rho=1.0, overwrite=True
+        )
