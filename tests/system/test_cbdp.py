@@ -584,3 +584,30 @@ def test_parquet_input_and_domain(tmp_path: Path) -> None:
         inftda_sql.release(
             con, trips, mechanism="cbdp", features=features, domain=trips, rho=1.0, overwrite=True
         )
+
+
+def test_times_stay_with_the_data_owner(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    """As for a hierarchy: the times (stages, queries, the optimiser's steps) sit in the ledger's
+    diagnostics and the Release's not-private part, never in a published file."""
+    small_world(con)
+    r = inftda_sql.release(
+        con, "trips", mechanism="cbdp", features=FEATURES, domain="cells", epsilon=1.0
+    )
+    words = ("second", "timing", "elapsed", "duration")
+    details = json.loads(ledger_row(con, r.release_id)["details"])
+    timed = [k for k in details if any(w in (k + json.dumps(details[k])).lower() for w in words)]
+    assert timed and all(k.startswith("diagnostics") for k in timed), timed
+    seconds = next(v for k, v in details.items() if k.startswith("diagnostics: seconds"))
+    assert len(seconds["per_level"]) == len(r.levels)
+    assert {"scan", "mechanism"} <= set(seconds["per_stage"])
+    data = r.as_dict()
+    data.pop(type(r).NOT_PRIVATE)
+    assert not any(w in json.dumps(data, default=str).lower() for w in words)
+    assert str(r).splitlines()[-1].startswith("* seconds (")
+    path = inftda_sql.publish(con, "trips_private", tmp_path / "pub.duckdb")
+    pub = duckdb.connect(str(path), read_only=True)
+    try:
+        row = pub.execute("SELECT * FROM inftda_releases").fetchall()[0]
+    finally:
+        pub.close()
+    assert not any(w in str(v).lower() for v in row for w in words), row
