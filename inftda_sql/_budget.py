@@ -1,7 +1,8 @@
 """Budget management in the database: a total budget per base table, and what was spent.
 
 Releases that read the same table compose: under zCDP their rho add up (the ledger table
-``inftda_releases`` has one row per release, with the base tables it read). A release is charged
+``inftda_releases`` has one row per release, with the base tables it read; a pure epsilon-DP
+release, such as the count-of-counts histograms, spends ``rho = epsilon^2 / 2``). A release is charged
 to EVERY base table it reads, resolved in the catalog (any spelling, through views, relations
 and subqueries). :func:`set_budget` stores a total for a table; ``check_budget`` (called by
 ``release()`` before any noise, and again in the transaction that records it) refuses a release
@@ -24,7 +25,7 @@ import duckdb
 
 from ._errors import Func, SpecError
 from ._tables import Column, text_table
-from .core.accounting import Budget
+from .core.accounting import RHO_GUARANTEES, Budget
 from .engines.duckdb.catalog import (
     file_spelling,
     home_database,
@@ -263,7 +264,7 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
         for key in charge.keys or (charge.input_table,):
             e = entry(key)
             e["releases"] += 1
-            if charge.guarantee == "zCDP" and charge.rho is not None:
+            if charge.guarantee in RHO_GUARANTEES and charge.rho is not None:
                 e["spent_rho"] += charge.rho
             else:
                 e["approx_dp_releases"] += 1

@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 
 from ..._errors import Arg, BudgetError, SpecError
-from ...core.accounting import Budget, budget_verdict
+from ...core.accounting import RHO_GUARANTEES, Budget, budget_verdict
 from .catalog import (
     LIBRARY_PREFIX,
     Resolved,
@@ -103,7 +103,9 @@ class ReleaseRecord:
     tree: str = _column("VARCHAR NOT NULL")
     domain_source: str = _column("VARCHAR NOT NULL")
     mechanism: str = _column("VARCHAR NOT NULL")
-    guarantee: str = _column("VARCHAR NOT NULL", "zCDP (rho composes by adding) or approxDP")
+    guarantee: str = _column(
+        "VARCHAR NOT NULL", "zCDP or pureDP (rho composes by adding) or approxDP"
+    )
     privacy: str = _column("VARCHAR NOT NULL", "bounded or unbounded")
     rho: float | None = _column("DOUBLE", "NULL for an (epsilon, delta)-DP mechanism")
     epsilon: float = _column("DOUBLE NOT NULL")
@@ -359,7 +361,7 @@ def _spent(found: Sequence[Charge], key: str) -> tuple[float, int, int]:
     for charge in found:
         if key.lower() in (k.lower() for k in charge.keys):
             n += 1
-            if charge.guarantee == "zCDP" and charge.rho is not None:
+            if charge.guarantee in RHO_GUARANTEES and charge.rho is not None:
                 rho += charge.rho
             else:
                 approx += 1
