@@ -15,6 +15,9 @@ The package is organised as the pipeline of a release:
 * **managing budgets**: :func:`set_budget` stores a total budget per input table, :func:`ledger`
   shows releases, spent and remaining -- ``_budget.py``; :func:`plan` predicts per-level noise
   and error before touching data -- ``_planning.py``;
+* **count-of-counts histograms**: :func:`release_count_of_counts` publishes, for every region
+  of a hierarchy and every size, how many groups (households) of that size it holds (Kuo et
+  al., VLDB 2018; pure epsilon-DP) -- ``_count_of_counts.py``;
 * **checking a release** (outside the privacy boundary: it reads the true data):
   :func:`evaluate` compares a release with the truth per level, :func:`plot_evaluation` and
   :func:`plot_zoom` draw it -- ``_evaluate.py``, ``_plot.py``;
@@ -39,6 +42,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._budget import Ledger, ledger, set_budget
     from ._compat import connect, storage_version
+    from ._count_of_counts import CountOfCountsRelease, release_count_of_counts
     from ._errors import (
         BudgetError,
         BudgetExceededError,
@@ -66,6 +70,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "._budget": ("Ledger", "ledger", "set_budget"),
     "._compat": ("connect", "storage_version"),
+    "._count_of_counts": ("CountOfCountsRelease", "release_count_of_counts"),
     "._errors": (
         "BudgetError",
         "BudgetExceededError",
@@ -96,6 +101,7 @@ __all__ = [
     "BudgetError",
     "BudgetExceededError",
     "ConcurrentWriteError",
+    "CountOfCountsRelease",
     "Domain",
     "DomainError",
     "InftdaError",
@@ -117,6 +123,7 @@ __all__ = [
     "publish",
     "register",
     "release",
+    "release_count_of_counts",
     "sample_discrete_gaussian",
     "set_budget",
     "storage_version",

@@ -1496,6 +1496,9 @@ class CountOfCountsAccounting:
         sensitivity: L1 sensitivity of one node's query (:func:`coc_sensitivity`).
         level_scale: discrete Laplace scale of each level, ``sensitivity / level_epsilon``
             rounded up (0.0 for an infinite budget).
+        max_size_epsilon: epsilon spent on estimating the largest group size (0.0 when the
+            maximum size is given).
+        max_size_scale: the discrete Laplace scale of that estimate (sensitivity 1).
     """
 
     epsilon: float
@@ -1504,6 +1507,8 @@ class CountOfCountsAccounting:
     level_epsilon: tuple[float, ...]
     sensitivity: float
     level_scale: tuple[float, ...]
+    max_size_epsilon: float = 0.0
+    max_size_scale: float = 0.0
 
     def __post_init__(self) -> None:
         n = len(self.level_names)
@@ -1515,10 +1520,18 @@ class CountOfCountsAccounting:
             if any(s != 0.0 for s in self.level_scale):
                 raise BudgetError(f"an infinite budget adds no noise, got {self.level_scale!r}")
             return
-        if math.fsum(self.level_epsilon) > self.epsilon * (1.0 + 1e-12):
+        if math.fsum([*self.level_epsilon, self.max_size_epsilon]) > self.epsilon * (1.0 + 1e-12):
             raise BudgetError(
                 f"the level budgets {self.level_epsilon!r} sum to more than ",
                 Arg("epsilon", self.epsilon, "!r"),
+            )
+        if self.max_size_epsilon and (
+            not self.max_size_scale > 0.0
+            or Fraction(1) / Fraction(self.max_size_scale) > Fraction(self.max_size_epsilon)
+        ):
+            raise BudgetError(
+                f"max_size scale {self.max_size_scale!r} does not give epsilon "
+                f"{self.max_size_epsilon!r}; build accountings with count_of_counts_accounting()"
             )
         for name, e, b in zip(self.level_names, self.level_epsilon, self.level_scale, strict=True):
             if not b > 0.0 or Fraction(self.sensitivity) / Fraction(b) > Fraction(e):
@@ -1534,9 +1547,14 @@ class CountOfCountsAccounting:
 
     @property
     def rho(self) -> float:
-        """The zCDP budget this release spends: pure epsilon-DP implies ``epsilon^2 / 2``-zCDP
-        (Bun & Steinke 2016, Prop. 1.4), which is how it composes with a stored budget."""
-        return math.inf if self.non_private else self.epsilon**2 / 2.0
+        """The zCDP budget this release spends, for composition with a stored budget: each part
+        is ``e``-DP, hence ``e^2 / 2``-zCDP (Bun & Steinke 2016, Prop. 1.4), and zCDP adds up:
+        ``sum(e^2 / 2)`` over the levels (and the ``max_size`` estimate), at most
+        ``epsilon^2 / 2``."""
+        if self.non_private:
+            return math.inf
+        parts = [*self.level_epsilon, self.max_size_epsilon]
+        return math.fsum(e * e / 2.0 for e in parts)
 
     @property
     def level_variance(self) -> tuple[float, ...]:
@@ -1550,6 +1568,8 @@ class CountOfCountsAccounting:
             "rho": _json_number(self.rho),
             "method": self.method,
             "sensitivity": self.sensitivity,
+            "max_size_epsilon": self.max_size_epsilon,
+            "max_size_scale": self.max_size_scale,
             "levels": [
                 {"name": n, "epsilon": _json_number(e), "scale": b}
                 for n, e, b in zip(
@@ -1565,6 +1585,7 @@ def count_of_counts_accounting(
     *,
     method: str = "cumulative",
     split: Iterable[float] | None = None,
+    max_size_share: float = 0.0,
 ) -> CountOfCountsAccounting:
     """Per-level epsilon and discrete Laplace scale of a count-of-counts release.
 
@@ -1584,8 +1605,13 @@ def count_of_counts_accounting(
     ``sum(epsilon_l) <= epsilon``. The sampler's table is within statistical distance 2^-73
     of the exact law per draw (:mod:`inftda_sql.core.noise`), which adds at most
     ``n (1 + e^epsilon) 2^-73`` to delta for ``n`` draws: negligible. For composition with a
-    stored zCDP budget the release counts as ``rho = epsilon^2 / 2``
+    stored zCDP budget the release counts as ``rho = sum(epsilon_l^2 / 2) <= epsilon^2 / 2``
     (:attr:`CountOfCountsAccounting.rho`).
+
+    **The largest group size**, when it is not given (the paper's Section 4.3): a share
+    ``max_size_share`` of epsilon buys one discrete Laplace draw of scale
+    ``1 / (share * epsilon)`` on the size of the largest group (adding or removing one person
+    moves it by at most 1: sensitivity 1); the levels share the rest.
 
     **The paper's variance estimates** used by the top-down merge are post-processing and live
     with the estimators (:mod:`inftda_sql.core.coc`); they read the per-draw variance
@@ -1597,6 +1623,8 @@ def count_of_counts_accounting(
             the leaves for the "estimate leaves, then add up" baseline).
         method: ``"cumulative"`` (default), ``"unattributed"`` or ``"naive"``.
         split: optional positive weights of epsilon, one per level (uniform by default).
+        max_size_share: the share of epsilon spent on estimating the largest group size
+            (0: the maximum size is public, nothing is spent), in [0, 1).
 
     Returns:
         The accounting.
@@ -1626,11 +1654,24 @@ def count_of_counts_accounting(
     if not names or not all(isinstance(n, str) and n for n in names):
         raise SpecError(f"level_names must be non-empty strings, got {names!r}")
     sens = coc_sensitivity(method)
-    parts = split_epsilon(eps, len(names), split)
+    share = _number("max_size_share", max_size_share, SpecError)
+    if not 0.0 <= share < 1.0:
+        raise SpecError(
+            f"max_size_share must be in [0, 1), got {max_size_share!r}", param="max_size_share"
+        )
+    eps_max = 0.0
+    if share > 0.0:
+        eps_max = eps * share if math.isfinite(eps) else math.inf
+    rest = eps if not share else eps - eps_max if math.isfinite(eps) else math.inf
+    while math.isfinite(eps) and rest + eps_max > eps:
+        rest = math.nextafter(rest, 0.0)
+    parts = split_epsilon(rest, len(names), split)
     if math.isinf(eps):
         scales: tuple[float, ...] = (0.0,) * len(names)
+        max_scale = 0.0
     else:
         scales = tuple(_laplace_scale(sens, e) for e in parts)
+        max_scale = _laplace_scale(1.0, eps_max) if eps_max else 0.0
     if math.isfinite(eps) and eps > EPSILON_WARN_THRESHOLD:
         warnings.warn(
             InftdaWarning(
@@ -1648,6 +1689,8 @@ def count_of_counts_accounting(
         level_epsilon=parts,
         sensitivity=sens,
         level_scale=scales,
+        max_size_epsilon=0.0 if math.isinf(eps_max) else eps_max,
+        max_size_scale=max_scale,
     )
 
 
