@@ -60,8 +60,10 @@ over chunks, levels and the rounds of the proportional splits (one per piece of 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -92,6 +94,7 @@ CONSISTENCY = ("topdown", "leaves")
 MERGES = ("weighted", "average")
 
 DEFAULT_CHUNK = 1 << 20
+T = TypeVar("T")
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
@@ -233,6 +236,20 @@ def _noise(scale: float, n: int, source: RandomSource) -> I64:
     return sample_discrete_laplace(scale, n, rng=source)
 
 
+def _prefetched(make: Callable[[T], I64], items: Sequence[T]) -> Iterator[I64]:
+    """``make(item)`` for every item, in order, the next one computed in a second thread while
+    the caller works on the current one (noise and the isotonic fit overlap on two cores)."""
+    if not items:
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(make, items[0])
+        for nxt in [*items[1:], None]:
+            ready = pending.result()
+            if nxt is not None:
+                pending = pool.submit(make, nxt)
+            yield ready
+
+
 def _node_chunks(n_nodes: int, per_node: int, chunk: int) -> list[tuple[int, int]]:
     """Ranges of whole nodes holding about ``chunk`` entries each (at least one node)."""
     step = max(1, chunk // max(per_node, 1))
@@ -268,11 +285,16 @@ def _estimate_cumulative(
     stream = SegmentedIsotonic(np.arange(n + 1, dtype=np.int64) * width, backend=backend)
     ranges = _node_chunks(n, width, chunk)
     sources = source.spawn(len(ranges))
-    for (v0, v1), src in zip(ranges, sources, strict=True):
+
+    def noisy(item: tuple[tuple[int, int], RandomSource]) -> I64:
+        (v0, v1), src = item
         hc = _dense(level.truth, v0, v1, min_size, width)
         np.cumsum(hc, axis=1, out=hc)
         y = hc.ravel()
         y += _noise(scale, y.size, src)
+        return y
+
+    for y in _prefetched(noisy, list(zip(ranges, sources, strict=True))):
         stream.feed(y)
     fit = stream.blocks()
     g = G[fit.segment]
@@ -314,13 +336,18 @@ def _estimate_unattributed(
     starts = ends - truth.count
     bounds = list(range(0, total, max(1, chunk)))
     sources = source.spawn(len(bounds))
-    for lo, src in zip(bounds, sources, strict=True):
+
+    def noisy(item: tuple[int, RandomSource]) -> I64:
+        lo, src = item
         hi = min(lo + chunk, total)
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(starts, hi, side="left"))
         reps = np.minimum(ends[a:b], hi) - np.maximum(starts[a:b], lo)
         y = np.repeat(truth.size[a:b], reps)
         y += _noise(scale, y.size, src)
+        return y
+
+    for y in _prefetched(noisy, list(zip(bounds, sources, strict=True))):
         stream.feed(y)
     fit = stream.blocks()
     size = np.floor(np.clip(fit.value, min_size, max_size) + 0.5).astype(np.int64)

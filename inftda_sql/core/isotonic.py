@@ -102,16 +102,19 @@ def _fit_scipy(values: F64, weights: F64, seg_start: I64) -> tuple[I64, F64]:
     from scipy.optimize import isotonic_regression  # type: ignore[import-untyped, unused-ignore]
 
     n = values.size
-    lo = np.minimum.reduceat(values, seg_start)
-    hi = np.maximum.reduceat(values, seg_start)
-    span = hi - lo + 1.0
-    base = np.concatenate(([0.0], np.cumsum(span)[:-1]))
-    lengths = np.diff(np.append(seg_start, n))
-    shift = np.repeat(base - lo, lengths)
-    result = isotonic_regression(values + shift, weights=weights, increasing=True)
+    if seg_start.size > 1:
+        lo = np.minimum.reduceat(values, seg_start)
+        hi = np.maximum.reduceat(values, seg_start)
+        base = np.concatenate(([0.0], np.cumsum(hi - lo + 1.0)[:-1])) - lo
+        shift = np.repeat(base, np.diff(np.append(seg_start, n)))
+        shifted = values + shift
+    else:
+        shift, shifted = np.zeros(1), values
+    unit = bool(np.all(weights == 1.0))
+    result = isotonic_regression(shifted, weights=None if unit else weights, increasing=True)
     starts = np.union1d(np.asarray(result.blocks[:-1], dtype=np.int64), seg_start)
-    fitted = np.asarray(result.x, dtype=np.float64) - shift
-    return starts, fitted[starts]
+    fitted = np.asarray(result.x, dtype=np.float64)[starts]
+    return starts, fitted - (shift[starts] if seg_start.size > 1 else 0.0)
 
 
 def _fit_numpy(values: F64, weights: F64, seg_start: I64) -> tuple[I64, F64]:
