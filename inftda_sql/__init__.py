@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         OutputExistsError,
         SpecError,
     )
-    from ._evaluate import evaluate
+    from ._evaluate import evaluate, evaluate_count_of_counts
     from ._planning import Plan, plan
     from ._plot import plot_evaluation, plot_zoom
     from ._publish import publish
@@ -82,7 +82,7 @@ _HOMES = {
         "OutputExistsError",
         "SpecError",
     ),
-    "._evaluate": ("evaluate",),
+    "._evaluate": ("evaluate", "evaluate_count_of_counts"),
     "._planning": ("Plan", "plan"),
     "._plot": ("plot_evaluation", "plot_zoom"),
     "._publish": ("publish",),
@@ -115,6 +115,7 @@ __all__ = [
     "__version__",
     "connect",
     "evaluate",
+    "evaluate_count_of_counts",
     "intopt",
     "ledger",
     "plan",

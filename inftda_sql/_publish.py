@@ -61,7 +61,8 @@ def publish(
 
     Args:
         con: the connection holding the release (and the private input).
-        output: the released table, as written by :func:`release`.
+        output: the released table, as written by :func:`release` (or
+            :func:`~inftda_sql.release_count_of_counts`).
         path: the file to create.
         public_tables: tables that are public already (the geography, the domain) to copy
             along, so that the shared file joins on its own. Resolved in the catalog; a table
@@ -101,8 +102,10 @@ def publish(
         target.unlink()
         Path(str(target) + ".wal").unlink(missing_ok=True)
     row = record.public()
-    view = json.loads(row.details).get("levels_view")
+    details = json.loads(row.details)
+    view = details.get("levels_view")
     spec = parse_hierarchy(*_hierarchy_args(record.hierarchy))
+    count_of_counts = details.get("kind") == "count_of_counts"
     original = rows(con, render("catalog.current_database"))[0][0]
     run(con, _compile.attach(str(target), _ALIAS, version))
     try:
@@ -114,7 +117,13 @@ def publish(
         try:
             if view:
                 view_name = split_name(view)[-1]
-                run(con, _compile.levels_view(spec, ident(view_name), ident(ref.name)))
+                if count_of_counts:
+                    view_sql = _compile.coc_levels_view(
+                        spec.chains[0], ident(view_name), ident(ref.name)
+                    )
+                else:
+                    view_sql = _compile.levels_view(spec, ident(view_name), ident(ref.name))
+                run(con, view_sql)
             insert_release(con, row)
         finally:
             run(con, _compile.use(original))

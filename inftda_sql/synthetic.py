@@ -17,6 +17,7 @@ them directly) and expands them in DuckDB into a persons table and the public gr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -507,8 +508,8 @@ class SyntheticGroups:
 
 def _county_weights(rng: np.random.Generator, n: int) -> np.ndarray:
     """Heavy-tailed county sizes (a few large counties, many small ones), normalised."""
-    w = rng.pareto(1.2, n) + 1.0
-    return w / w.sum()
+    w: np.ndarray = rng.pareto(1.2, n) + 1.0
+    return w / float(w.sum())
 
 
 def housing_histograms(
@@ -573,7 +574,7 @@ def housing_histograms(
 
 def _histograms(
     hierarchy: tuple[str, ...],
-    paths: list[tuple[str, ...]],
+    paths: Sequence[tuple[str, ...]],
     nodes: list[np.ndarray],
     sizes: list[np.ndarray],
     counts: list[np.ndarray],
@@ -587,7 +588,7 @@ def _histograms(
     order = np.lexsort((size, node))
     node, size, count = node[order], size[order], count[order]
     key = node * (int(size.max()) + 1) + size
-    uniq, first = np.unique(key, return_index=True)
+    _, first = np.unique(key, return_index=True)
     count = np.add.reduceat(count, first)
     node, size = node[first], size[first]
     keep = count > 0

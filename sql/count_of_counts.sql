@@ -71,3 +71,45 @@ SELECT $cols, g.$groups AS listed, count(DISTINCT p.$group) AS found
 FROM $table AS g LEFT JOIN $input AS p USING ($cols)
 GROUP BY ALL
 HAVING found <> listed
+
+-- name: evaluate
+-- evaluate_count_of_counts(): earthmover's distance per node, averaged per level (NOT private)
+WITH sizes AS (
+    SELECT $group AS gid, $cols, count(*) AS size FROM $truth GROUP BY ALL
+),
+leaf_truth AS (
+    SELECT $cols, size, count(*) AS groups FROM sizes GROUP BY ALL$empty_groups
+),
+t AS (
+    SELECT $grouping AS level, $cols, size, sum(groups) AS groups
+    FROM leaf_truth GROUP BY ROLLUP ($cols), size
+),
+r AS (
+    SELECT $grouping AS level, $cols, $released_size AS size, sum($released_groups) AS groups
+    FROM $released GROUP BY ROLLUP ($cols), $released_size
+),
+cells AS (
+    SELECT coalesce(t.level, r.level) AS level, $coalesced,
+           coalesce(t.size, r.size) AS size,
+           coalesce(t.groups, 0) - coalesce(r.groups, 0) AS diff,
+           coalesce(t.groups, 0) AS t_groups, coalesce(r.groups, 0) AS r_groups
+    FROM t FULL OUTER JOIN r ON t.level = r.level AND t.size = r.size$on
+),
+cumulative AS (
+    SELECT level, $cols, size, t_groups, r_groups,
+           sum(diff) OVER w AS cum,
+           coalesce(lead(size) OVER w - size, 0) AS width
+    FROM cells
+    WINDOW w AS (PARTITION BY level, $cols ORDER BY size)
+),
+per_node AS (
+    SELECT level, $cols, sum(abs(cum) * width) AS emd,
+           sum(t_groups) AS groups_true, sum(r_groups) AS groups_released
+    FROM cumulative GROUP BY ALL
+)
+SELECT level::INTEGER AS level, count(*)::BIGINT AS nodes,
+       avg(emd)::DOUBLE AS mean_emd, max(emd)::DOUBLE AS max_emd,
+       sum(groups_true)::BIGINT AS groups_true, sum(groups_released)::BIGINT AS groups_released
+FROM per_node
+GROUP BY level
+ORDER BY level

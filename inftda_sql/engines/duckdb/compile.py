@@ -28,6 +28,7 @@ __all__ = [
     "bound_units",
     "chain_columns",
     "coc_disagree_hint",
+    "coc_evaluate",
     "coc_group_sizes",
     "coc_histograms",
     "coc_levels_view",
@@ -638,4 +639,41 @@ def coc_disagree_hint(
         table=table_sql,
         input=input_sql,
         group=ident(group),
+    )
+
+
+def coc_evaluate(
+    chain: Sequence[str],
+    truth_sql: str,
+    group: str,
+    released_sql: str,
+    released_size: str,
+    released_groups: str,
+    groups_sql: str | None = None,
+    groups_column: str | None = None,
+) -> str:
+    """Per level: nodes, mean and largest earthmover's distance of a count-of-counts release
+    against the truth; with a groups table, the listed groups the truth lacks are size 0."""
+    cols = _cols(chain)
+    empty = ""
+    if groups_sql is not None and groups_column is not None:
+        found = f"(SELECT {cols}, count(*) AS found FROM sizes GROUP BY ALL)"
+        empty = (
+            f"\n    UNION ALL\n    SELECT {_cols(chain, 'g')}, 0 AS size, "
+            f"g.{ident(groups_column)} - coalesce(f.found, 0) AS groups\n"
+            f"    FROM {groups_sql} AS g LEFT JOIN {found} AS f USING ({cols})\n"
+            f"    WHERE g.{ident(groups_column)} > coalesce(f.found, 0)"
+        )
+    return render(
+        "count_of_counts.evaluate",
+        group=ident(group),
+        cols=cols,
+        truth=truth_sql,
+        empty_groups=empty,
+        grouping=_rollup_level(chain),
+        released=released_sql,
+        released_size=ident(released_size),
+        released_groups=ident(released_groups),
+        coalesced=", ".join(f"coalesce(t.{ident(c)}, r.{ident(c)}) AS {ident(c)}" for c in chain),
+        on="".join(f" AND t.{ident(c)} IS NOT DISTINCT FROM r.{ident(c)}" for c in chain),
     )
