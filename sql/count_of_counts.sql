@@ -23,7 +23,7 @@ GROUP BY ALL
 
 -- name: split_groups
 -- groups (ids) that sit in more than one leaf (or whose id is NULL): an input error
-SELECT count(*) - count(DISTINCT gid), count(*) FILTER (gid IS NULL)
+SELECT count(gid) - count(DISTINCT gid), count(*) FILTER (gid IS NULL)
 FROM $sizes
 
 -- name: histograms
