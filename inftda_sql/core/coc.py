@@ -85,6 +85,7 @@ __all__ = [
     "count_of_counts",
     "emd_per_node",
     "estimate_level",
+    "levels_from_leaves",
     "match_and_merge",
 ]
 
@@ -650,6 +651,49 @@ def count_of_counts(
             progress(stat)
     assert current is not None
     return CocResult(leaves=current.histograms(), levels=tuple(stats))
+
+
+def levels_from_leaves(
+    paths: Sequence[tuple[str, ...]], groups: I64, leaves: Histograms, names: Sequence[str]
+) -> list[CocLevel]:
+    """Every level of a hierarchy (root first) from its sorted leaf paths, the public groups
+    per leaf and the true leaf histograms (a path is one value per level, coarse to fine).
+
+    Example:
+        >>> lv = levels_from_leaves([("A", "a1"), ("A", "a2"), ("B", "b1")], np.array([2, 1, 1]),
+        ...     Histograms.build([0, 0, 1, 2], [1, 2, 1, 3], [1, 1, 1, 1]), ["state", "county"])
+        >>> [(x.name, x.groups.tolist(), x.parent.tolist()) for x in lv]
+        [('root', [4], [0]), ('state', [3, 1], [0, 0]), ('county', [2, 1, 1], [0, 0, 1])]
+    """
+    depth = len(names)
+    codes: list[I64] = []
+    for d in range(1, depth + 1):
+        keys = [p[:d] for p in paths]
+        change = np.ones(len(keys), dtype=bool)
+        change[1:] = [a != b for a, b in zip(keys[1:], keys[:-1], strict=True)]
+        codes.append(np.cumsum(change).astype(np.int64) - 1)
+    levels = [
+        CocLevel(
+            names[-1],
+            np.asarray(groups, dtype=np.int64),
+            codes[-2] if depth > 1 else np.zeros(len(paths), dtype=np.int64),
+            leaves,
+        )
+    ]
+    current, hist = codes[-1], leaves
+    for d in range(depth - 1, -1, -1):
+        up = codes[d - 1] if d > 0 else np.zeros(len(paths), dtype=np.int64)
+        n = int(up.max()) + 1
+        parent_of = np.zeros(int(current.max()) + 1, dtype=np.int64)
+        parent_of[current] = up
+        hist = hist.aggregate(parent_of)
+        g = np.bincount(up, weights=groups, minlength=n).astype(np.int64)
+        grand = codes[d - 2] if d > 1 else np.zeros(len(paths), dtype=np.int64)
+        parent = np.zeros(n, dtype=np.int64)
+        parent[up] = grand
+        levels.insert(0, CocLevel("root" if d == 0 else names[d - 1], g, parent, hist))
+        current = up
+    return levels
 
 
 # ---------------------------------------------------------------------------------------------
