@@ -50,8 +50,7 @@ def hierarchies(draw: st.DrawFn) -> tuple[list[CocLevel], int, int]:
     min_size = draw(st.sampled_from([0, 1]))
     max_size = draw(st.integers(max(min_size, 1), 12))
     sizes = [
-        draw(st.lists(st.integers(max(min_size, 1), max_size + 4), max_size=12))
-        for _ in parents
+        draw(st.lists(st.integers(max(min_size, 1), max_size + 4), max_size=12)) for _ in parents
     ]
     empty = [draw(st.integers(0, 3)) if min_size == 0 else 0 for _ in parents]
     return _levels(sizes, parents, empty), max_size, min_size
@@ -76,8 +75,13 @@ def test_an_infinite_budget_is_exact(
     names = ["root", "state", "county"] if consistency == "topdown" else ["county"]
     acct = count_of_counts_accounting(float("inf"), names, method=method)
     out = count_of_counts(
-        levels, acct, max_size=max_size, min_size=min_size, consistency=consistency,
-        source=as_source(0), chunk=7,
+        levels,
+        acct,
+        max_size=max_size,
+        min_size=min_size,
+        consistency=consistency,
+        source=as_source(0),
+        chunk=7,
     )
     for level, released in zip(levels, _released_levels(levels, out.leaves), strict=True):
         truth = _truncated(level.truth, max_size)
@@ -109,8 +113,14 @@ def test_released_histograms_keep_the_public_facts(
     names = ["root", "state", "county"] if consistency == "topdown" else ["county"]
     acct = count_of_counts_accounting(epsilon, names, method=method)
     out = count_of_counts(
-        levels, acct, max_size=max_size, min_size=min_size, consistency=consistency,
-        merge=merge, source=as_source(seed), chunk=5,
+        levels,
+        acct,
+        max_size=max_size,
+        min_size=min_size,
+        consistency=consistency,
+        merge=merge,
+        source=as_source(seed),
+        chunk=5,
     )
     released = _released_levels(levels, out.leaves)
     for level, hist in zip(levels, released, strict=True):
@@ -135,8 +145,13 @@ def test_estimators_per_node_sum_to_the_groups_and_order_as_the_paper_says() -> 
     for method in METHODS:
         scale = 2.0 if method == "naive" else 1.0
         runs, noised = estimate_level(
-            level, method=method, scale=scale, variance=discrete_laplace_variance(scale),
-            max_size=1_000, min_size=1, source=as_source(1),
+            level,
+            method=method,
+            scale=scale,
+            variance=discrete_laplace_variance(scale),
+            max_size=1_000,
+            min_size=1,
+            source=as_source(1),
         )
         assert int(runs.count.sum()) == sizes.size
         assert noised == {"cumulative": 999, "unattributed": sizes.size, "naive": 1_000}[method]

@@ -843,7 +843,9 @@ def test_golden_coc_node_codes(households: duckdb.DuckDBPyConnection, golden: Go
 
 def test_golden_coc_write_output(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.coc_write_output('"out"', "__inftda_g_released", COC_CODES, COC_CHAIN)
-    golden("coc_write_output.sql", _text(("coc_write_output('\"out\"', released, codes, CHAIN)", sql)))
+    golden(
+        "coc_write_output.sql", _text(("coc_write_output('\"out\"', released, codes, CHAIN)", sql))
+    )
     households.register(
         "__inftda_g_released",
         pa.table({"leaf": [2, 0, 0], "size": [3, 2, 1], "groups": [1, 1, 1]}),
@@ -858,7 +860,9 @@ def test_golden_coc_write_output(households: duckdb.DuckDBPyConnection, golden: 
 
 def test_golden_coc_levels_view(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.coc_levels_view(COC_CHAIN, '"out_levels"', '"out"')
-    golden("coc_levels_view.sql", _text(("coc_levels_view(CHAIN, '\"out_levels\"', '\"out\"')", sql)))
+    golden(
+        "coc_levels_view.sql", _text(("coc_levels_view(CHAIN, '\"out_levels\"', '\"out\"')", sql))
+    )
     households.execute(
         "CREATE TABLE out AS SELECT * FROM (VALUES ('A', 'a1', 1, 2), ('A', 'a2', 1, 1), "
         "('B', 'b1', 3, 1)) t(state, county, size, groups)"
@@ -877,7 +881,9 @@ def test_golden_coc_levels_view(households: duckdb.DuckDBPyConnection, golden: G
 
 def test_golden_coc_disagree_hint(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.coc_disagree_hint(COC_CHAIN, '"hh"', "n", '"persons"', "hh")
-    golden("coc_disagree_hint.sql", _text(("coc_disagree_hint(CHAIN, hh, 'n', persons, 'hh')", sql)))
+    golden(
+        "coc_disagree_hint.sql", _text(("coc_disagree_hint(CHAIN, hh, 'n', persons, 'hh')", sql))
+    )
     # a2 lists one household, the persons table has none there
     assert _rows(households, sql) == [("A", "a2", 1, 0)]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,14 +17,12 @@ from inftda_sql.core.isotonic import SegmentedIsotonic, isotonic_blocks
 def _reference(y: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     parts = [
         isotonic_regression(y[a:b]).x if b > a else np.zeros(0)
-        for a, b in zip(offsets[:-1], offsets[1:], strict=True)
+        for a, b in itertools.pairwise(offsets)
     ]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-segments = st.lists(
-    st.lists(st.integers(-30, 30), min_size=0, max_size=25), min_size=1, max_size=6
-)
+segments = st.lists(st.lists(st.integers(-30, 30), min_size=0, max_size=25), min_size=1, max_size=6)
 
 
 @settings(max_examples=150, deadline=None)
