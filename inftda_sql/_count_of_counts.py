@@ -36,8 +36,8 @@ from .core.accounting import (
     count_of_counts_accounting,
 )
 from .core.coc import CONSISTENCY, DEFAULT_CHUNK, MERGES, CocLevelStats, count_of_counts
-from .core.noise import sample_discrete_laplace
-from .core.rng import as_source
+from .core.noise import draw_discrete_laplace
+from .core.rng import RandomSource, as_source
 from .core.spec import parse_hierarchy
 from .engines.duckdb.count_of_counts import CocEngine, CocInputs, truncate_sizes
 from .engines.duckdb.ledger import ReleaseRecord, spent, stored_budget
@@ -339,12 +339,12 @@ def input_description(table: object) -> str:
 
 
 def _estimate_max_size(
-    largest: int, acct: CountOfCountsAccounting, min_size: int, source: Any
+    largest: int, acct: CountOfCountsAccounting, min_size: int, source: RandomSource
 ) -> int:
     """The paper's private largest size: the true largest plus discrete Laplace noise (scale
     from the accounting), plus 5 standard deviations, at least ``max(min_size, 1)``."""
     scale = acct.max_size_scale
-    noisy = largest + int(sample_discrete_laplace(scale, rng=source)) if scale else largest
+    noisy = largest + int(draw_discrete_laplace(scale, 1, source=source)[0]) if scale else largest
     std = math.sqrt(2.0) * scale
     return max(min_size, 1, noisy + math.ceil(MAX_SIZE_STDS * std))
 
@@ -403,6 +403,7 @@ def _record(
         budget_given="epsilon",
         contribution=1,
         distinct_records=False,
+        privacy_unit=None,  # a person is one row of the input
         level_names=names,
         level_sensitivity=sens,
         level_rho=[e * e / 2.0 for e in eps],

@@ -71,7 +71,7 @@ from .._errors import InternalError, SpecError
 from .accounting import COC_METHODS, CountOfCountsAccounting
 from .arrays import F64, I64
 from .isotonic import SegmentedIsotonic
-from .noise import sample_discrete_laplace
+from .noise import draw_discrete_laplace
 from .rng import RandomSource
 
 __all__ = [
@@ -234,7 +234,7 @@ class CocResult:
 def _noise(scale: float, n: int, source: RandomSource) -> I64:
     if scale == 0.0:
         return np.zeros(n, dtype=np.int64)
-    return sample_discrete_laplace(scale, n, rng=source)
+    return draw_discrete_laplace(scale, n, source=source)
 
 
 def _prefetched(make: Callable[[T], I64], items: Sequence[T]) -> Iterator[I64]:
