@@ -7,9 +7,9 @@ charged to EVERY base table it reads, resolved in the catalog (any spelling, thr
 relations and subqueries). :func:`set_budget` stores a total for a table; ``check_budget``
 (called by ``release()`` before any noise, and again in the transaction that records it)
 refuses a release that would spend more than what remains of any of them, unless the caller
-overrides it, which the ledger records. Every release counts, seeded and infinite-budget ones included: they were run on the data.
-(epsilon, delta)-DP releases (the Stability Histogram) do not compose in rho; on a budgeted input
-they need an explicit override.
+overrides it, which the ledger records. Every release counts, seeded and infinite-budget ones
+included: they were run on the data. (epsilon, delta)-DP releases (the Stability Histogram) do
+not compose in rho; on a budgeted input they need an explicit override.
 """
 
 from __future__ import annotations

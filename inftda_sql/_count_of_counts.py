@@ -32,7 +32,6 @@ from .core.accounting import (
     COC_METHODS,
     Budget,
     CountOfCountsAccounting,
-    budget_verdict,
     count_of_counts_accounting,
 )
 from .core.coc import CONSISTENCY, DEFAULT_CHUNK, MERGES, CocLevelStats, count_of_counts
@@ -40,7 +39,7 @@ from .core.noise import draw_discrete_laplace
 from .core.rng import RandomSource, as_source
 from .core.spec import parse_hierarchy
 from .engines.duckdb.count_of_counts import CocEngine, CocInputs, truncate_sizes
-from .engines.duckdb.ledger import ReleaseRecord, spent, stored_budget
+from .engines.duckdb.ledger import ReleaseRecord
 
 __all__ = ["KIND", "CountOfCountsRelease", "release_count_of_counts"]
 
@@ -267,13 +266,12 @@ def release_count_of_counts(
         overwrite=bool(overwrite),
     )
     stages = _Stages()
+    requested = Budget.from_args(rho=acct.rho)  # what it spends, for the stored budgets
     with CocEngine(con, inputs) as engine:
         engine.prepare()
+        budget_note = engine.check_budget(requested, override=bool(budget_override))
         with stages("domain"):
             engine.resolve()
-            budget_note = None
-            if isinstance(table, str):
-                budget_note = _check_budget(con, table, acct, override=bool(budget_override))
             engine.domain()
         with stages("scan"):
             levels, largest = engine.scan(max_size=max_size)
@@ -315,11 +313,13 @@ def release_count_of_counts(
             inputs, input_description(table), acct, params, result.levels, non_private, timings
         )
         with stages("write"):
-            release_id = engine.write(result.leaves, record)
+            record = engine.write(
+                result.leaves, record, budget=requested, override=bool(budget_override)
+            )
     return CountOfCountsRelease(
         output=output,
         levels_view=inputs.levels_view,
-        release_id=release_id,
+        release_id=record.release_id,
         input=input_description(table),
         hierarchy=chain,
         method=method,
@@ -330,7 +330,7 @@ def release_count_of_counts(
         max_size_estimated=estimated,
         levels=result.levels,
         timings=stages.done(time.perf_counter() - t_start),
-        non_private=tuple(non_private),
+        non_private=tuple(record.non_private),
     )
 
 
@@ -347,20 +347,6 @@ def _estimate_max_size(
     noisy = largest + int(draw_discrete_laplace(scale, 1, source=source)[0]) if scale else largest
     std = math.sqrt(2.0) * scale
     return max(min_size, 1, noisy + math.ceil(MAX_SIZE_STDS * std))
-
-
-def _check_budget(
-    con: duckdb.DuckDBPyConnection, table: str, acct: CountOfCountsAccounting, *, override: bool
-) -> str | None:
-    """Refuse a release that exceeds the budget stored for ``table`` (rho = sum eps_l^2 / 2)."""
-    budget = stored_budget(con, table)
-    if budget is None:
-        return None
-    spent_rho, n_releases, _ = spent(con, table)
-    requested = Budget.from_args(rho=acct.rho)
-    return budget_verdict(
-        table, budget, spent_rho, n_releases, requested, "pureDP", override=override
-    )
 
 
 def _record(

@@ -2,10 +2,11 @@
 
 The stages, in order, each run before any noise:
 
-* :meth:`CocEngine.prepare`: the output may be written, no transaction is open, the budget
-  stored for the input allows the release.
-* :meth:`CocEngine.resolve`: the input (persons) and the PUBLIC groups table are tables or views
-  with the named columns.
+* :meth:`CocEngine.prepare`: every name resolved in the catalog (the input, the PUBLIC groups
+  table, the outputs), no transaction open, the outputs neither what the release reads nor
+  existing without ``overwrite``; then :meth:`CocEngine.check_budget` for every base table the
+  input reads.
+* :meth:`CocEngine.resolve`: the input (persons) and the groups table have the named columns.
 * :meth:`CocEngine.domain`: the groups table coded as the hierarchy's public domain
   (:func:`~.domain.build_chain`) and its number of groups per leaf, checked (one row per leaf,
   non-negative integers).
@@ -14,8 +15,8 @@ The stages, in order, each run before any noise:
   GROUP BY ROLLUP (<levels>), size``; then the checks (a group in two leaves, NULL ids or regions,
   regions outside the groups table, groups found that the table does not list) and the true
   histograms of every level as numpy arrays.
-* :meth:`CocEngine.write`: the output table, its levels view and the ledger row, in one
-  transaction.
+* :meth:`CocEngine.write`: the budget checked again, the output table, its levels view and the
+  ledger row, in one transaction.
 
 Messages name columns, regions (public) and how many rows or regions are wrong; never a count
 taken from the private data.
@@ -34,15 +35,35 @@ import numpy as np
 import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
+from ...core.accounting import Budget
 from ...core.arrays import I64
 from ...core.coc import CocLevel, Histograms
 from ...core.tree import ChainTree
 from . import compile as _compile
-from .catalog import Source, count_column, drop_temp, join_type, object_kind, resolve_source
+from .catalog import (
+    Source,
+    Target,
+    check_domain_types,
+    check_scalar_type,
+    count_column,
+    drop_temp,
+    existing,
+    join_type,
+    resolve_source,
+    resolve_target,
+)
 from .domain import build_chain
-from .ledger import LEDGER_TABLE, ReleaseRecord, ensure_tables, insert_release, next_release_id
-from .sql import arrow, qualified, rows, run
-from .write import begin_transaction
+from .engine import check_targets
+from .ledger import (
+    LEDGER_TABLE,
+    ReleaseRecord,
+    check_budget,
+    ensure_tables,
+    insert_release,
+    next_release_id,
+)
+from .sql import arrow, rows, run
+from .write import atomic, begin_transaction
 
 __all__ = ["CocEngine", "CocInputs", "truncate_sizes"]
 
@@ -74,6 +95,8 @@ class CocEngine:
         self._input: Source | None = None
         self._groups: Source | None = None
         self._groups_column = ""
+        self._output: Target | None = None
+        self._view: Target | None = None
         self.tree: ChainTree | None = None
         self.groups_per_leaf: I64 | None = None
 
@@ -103,43 +126,57 @@ class CocEngine:
     # ------------------------------------------------------------------------------- stages
 
     def prepare(self) -> None:
-        """Fail before any work if the output exists or a transaction is open."""
+        """Resolve every name in the catalog and refuse outputs that would destroy what the
+        release reads (or exist without ``overwrite``): before any work."""
         inp = self.inputs
-        for name in (inp.output, inp.levels_view):
-            if name and object_kind(self.con, name) is not None and not inp.overwrite:
-                raise OutputExistsError(
-                    f"{name!r} already exists; pass ",
-                    Arg("overwrite", True),
-                    " to replace it or choose another ",
-                    Arg("output"),
-                    " name",
-                    param="output",
-                )
-        begin_transaction(self.con)
+        begin_transaction(self.con)  # fail fast if the caller left a transaction open
         run(self.con, "ROLLBACK")
-
-    def resolve(self) -> None:
-        """The input and the groups table exist and have the named columns."""
-        inp = self.inputs
-        src = resolve_source(self.con, inp.table, role="input table", temp_name=self.names.input)
+        self._output = resolve_target(self.con, inp.output)
+        if inp.levels_view:
+            self._view = resolve_target(self.con, inp.levels_view)
+        src = resolve_source(
+            self.con, inp.table, role="input table", temp_name=self.names.input, param="table"
+        )
         self._sources.append(src)
         self._input = src
-        src.column(inp.group, "group column")
-        for col in inp.chain:
-            src.column(col, "hierarchy column")
-        if inp.group.lower() in {c.lower() for c in inp.chain}:
-            raise SpecError(f"group column {inp.group!r} is also a hierarchy column", param="group")
         groups = resolve_source(
             self.con,
             inp.groups_table,
             role="groups table",
             temp_name=self.names.domain(0),
             error=DomainError,
+            param="groups",
         )
         self._sources.append(groups)
         self._groups = groups
+        check_targets(
+            self.con,
+            [(src, "the input"), (groups, "the groups table")],
+            (self._output, self._view),
+            overwrite=inp.overwrite,
+        )
+
+    def check_budget(self, requested: Budget, *, override: bool) -> str | None:
+        """Refuse a release that exceeds the budget of a base table the input reads (a pure
+        epsilon-DP release is charged its ``rho``); the note an override records, or None."""
+        src, _ = self._require()
+        return check_budget(self.con, src.resolved, requested, "pureDP", override=override)
+
+    def resolve(self) -> None:
+        """The input and the groups table have the named columns, of plain types."""
+        inp = self.inputs
+        src, groups = self._require()
+        src.column(inp.group, "group column")
+        check_scalar_type(src, inp.group, "group column", InputDataError)
+        for col in inp.chain:
+            src.column(col, "hierarchy column")
+            check_scalar_type(src, col, "hierarchy column", InputDataError)
+        if inp.group.lower() in {c.lower() for c in inp.chain}:
+            raise SpecError(f"group column {inp.group!r} is also a hierarchy column", param="group")
         for col in inp.chain:
             groups.column(col, "hierarchy column of the groups table", DomainError)
+            check_scalar_type(groups, col, "hierarchy column of the groups table", DomainError)
+        check_domain_types(src, groups, inp.chain, "groups table")
         column = inp.groups_column
         if column is None:
             others = [n for k, n in groups.names.items() if k not in {c.lower() for c in inp.chain}]
@@ -256,49 +293,56 @@ class CocEngine:
             levels = [truncate_sizes(lv, max_size) for lv in levels]
         return levels, largest
 
-    def write(self, leaves: Histograms, record: ReleaseRecord) -> int:
-        """Write the released leaf histograms, their levels view and the ledger row, atomically;
-        return the release's id."""
+    def write(
+        self, leaves: Histograms, record: ReleaseRecord, *, budget: Budget, override: bool
+    ) -> ReleaseRecord:
+        """Check the budget again, write the released leaf histograms, their levels view and
+        the ledger row in one transaction; return the ledger row as written."""
         inp, chain = self.inputs, self.inputs.chain
+        src, _ = self._require()
+        if self._output is None:
+            raise SpecError("the output is not resolved yet: call prepare() first")
         released = pa.table({"leaf": leaves.node, "size": leaves.size, "groups": leaves.count})
-        self.con.register(self.names.released, released)
-        begin_transaction(self.con)
         try:
-            for name in (inp.output, inp.levels_view):
-                if name and object_kind(self.con, name) is not None:
-                    if not inp.overwrite:
-                        raise OutputExistsError(
-                            f"{name!r} already exists; pass ",
-                            Arg("overwrite", True),
-                            " or choose another ",
-                            Arg("output"),
-                            param="output",
-                        )
-                    kind = object_kind(self.con, name) or "table"
-                    run(self.con, _compile.drop_object(kind, qualified(name)))
-            run(
-                self.con,
-                _compile.coc_write_output(
-                    qualified(inp.output), self.names.released, self.names.codes(0), chain
-                ),
-            )
-            if inp.levels_view:
+            with atomic(self.con, "the release"):
+                self.con.register(self.names.released, released)
+                ensure_tables(self.con, LEDGER_TABLE)
+                note = check_budget(self.con, src.resolved, budget, "pureDP", override=override)
+                if note and note not in record.non_private:
+                    record = dataclasses.replace(record, non_private=[*record.non_private, note])
+                for target in (self._output, self._view):
+                    if target is None:
+                        continue
+                    kind = existing(self.con, target.ref)
+                    if kind is not None:
+                        if not inp.overwrite:
+                            raise OutputExistsError(
+                                f"{target.spelling!r} already exists; pass ",
+                                Arg("overwrite", True),
+                                " or choose another ",
+                                Arg("output"),
+                                param="output",
+                            )
+                        run(self.con, _compile.drop_object(kind, target.ref.sql))
+                output_sql = self._output.ref.sql
                 run(
                     self.con,
-                    _compile.coc_levels_view(
-                        chain, qualified(inp.levels_view), qualified(inp.output)
+                    _compile.coc_write_output(
+                        output_sql, self.names.released, self.names.codes(0), chain
                     ),
                 )
-            ensure_tables(self.con, LEDGER_TABLE)
-            release_id = next_release_id(self.con)
-            insert_release(self.con, dataclasses.replace(record, release_id=release_id))
-            run(self.con, "COMMIT")
-        except BaseException:
-            run(self.con, "ROLLBACK")
-            raise
+                if self._view is not None:
+                    run(self.con, _compile.coc_levels_view(chain, self._view.ref.sql, output_sql))
+                record = dataclasses.replace(
+                    record,
+                    release_id=next_release_id(self.con),
+                    base_tables=list(src.resolved.keys),
+                )
+                insert_release(self.con, record)
         finally:
-            self.con.unregister(self.names.released)
-        return release_id
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(self.names.released)
+        return record
 
     def close(self) -> None:
         for src in self._sources:
