@@ -1,5 +1,4 @@
 -- coc_disagree_hint(CHAIN, hh, 'n', persons, 'hh')
--- for the data owner: the regions whose groups in the input differ from the groups table
 SELECT "state", "county", g."n" AS listed, count(DISTINCT p."hh") AS found
 FROM "hh" AS g LEFT JOIN "persons" AS p USING ("state", "county")
 GROUP BY ALL

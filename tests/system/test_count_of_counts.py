@@ -147,6 +147,8 @@ def test_checks_name_regions_never_private_counts(con: duckdb.DuckDBPyConnection
     text = str(err.value)
     assert "1 region(s) hold more groups than the groups table lists" in text
     assert "HAVING found <> listed" in text and "5" not in text.split("Find them")[0]
+    hint = text.split("Find them with: ")[1]  # the owner's query runs as printed
+    assert con.execute(hint).fetchall() == [("B", "b1", 1, 5)]
     con.execute("UPDATE listed SET n = 5 WHERE county = 'b1'").fetchall()
     con.execute("INSERT INTO persons VALUES (1, 'A', 'a2')").fetchall()  # hh 1 in a1 and a2
     with pytest.raises(InputDataError, match=r"1 group\(s\) .* sit in more than one leaf"):

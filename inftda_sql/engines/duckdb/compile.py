@@ -632,7 +632,7 @@ def coc_disagree_hint(
     chain: Sequence[str], table_sql: str, groups: str, input_sql: str, group: str
 ) -> str:
     """A query the data owner can run: regions whose groups in the input differ from the table."""
-    return render(
+    text = render(
         "count_of_counts.disagree_hint",
         cols=_cols(chain),
         groups=ident(groups),
@@ -640,6 +640,8 @@ def coc_disagree_hint(
         input=input_sql,
         group=ident(group),
     )
+    # without the template's comment: the query is shown on one line in an error message
+    return "\n".join(line for line in text.splitlines() if not line.startswith("--")) + "\n"
 
 
 def coc_evaluate(

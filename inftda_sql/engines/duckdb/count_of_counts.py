@@ -34,7 +34,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
+from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, Part, SpecError
 from ...core.accounting import Budget
 from ...core.arrays import I64
 from ...core.coc import CocLevel, Histograms
@@ -394,21 +394,20 @@ class CocEngine:
         hint = _compile.coc_disagree_hint(
             inp.chain, groups.sql, self._groups_column, src.sql, inp.group
         ).strip()
-        parts = []
+        parts: list[Part] = [f"the {src.description} and the {groups.description} disagree: "]
         if over:
             parts.append(f"{over} region(s) hold more groups than the groups table lists")
         if under:
-            parts.append(
-                f"{under} region(s) hold fewer groups than it lists (with min_size="
-                f"{inp.min_size} every listed group must hold someone; pass min_size=0 if groups "
-                "may be empty)"
-            )
-        raise InputDataError(
-            f"the {src.description} and the {groups.description} disagree: "
-            + "; ".join(parts)
-            + f". Find them with: {' '.join(hint.split())}",
-            param="groups",
-        )
+            parts += [
+                "; " if over else "",
+                f"{under} region(s) hold fewer groups than it lists (with ",
+                Arg("min_size", inp.min_size),
+                " every listed group must hold someone; pass ",
+                Arg("min_size", 0),
+                " if groups may be empty)",
+            ]
+        parts.append(f". Find them with: {' '.join(hint.split())}")
+        raise InputDataError(*parts, param="groups")
 
 
 def _parents(tree: ChainTree) -> list[I64]:
