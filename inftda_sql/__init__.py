@@ -19,6 +19,9 @@ The package is organised as the pipeline of a release:
 * **managing budgets**: :func:`set_budget` stores a total budget per input table, :func:`ledger`
   shows releases, spent and remaining -- ``_budget.py``; :func:`plan` predicts per-level noise
   and error before touching data -- ``_planning.py``;
+* **count-of-counts histograms**: :func:`release_count_of_counts` publishes, for every region
+  of a hierarchy and every size, how many groups (households) of that size it holds (Kuo et
+  al., VLDB 2018; pure epsilon-DP) -- ``_count_of_counts.py``;
 * **checking a release** (outside the privacy boundary: it reads the true data):
   :func:`evaluate` compares a release with the truth per level, :func:`plot_evaluation` and
   :func:`plot_zoom` draw it -- ``_evaluate.py``, ``_plot.py``;
@@ -43,6 +46,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._budget import Ledger, ledger, set_budget
     from ._compat import connect, storage_version
+    from ._count_of_counts import CountOfCountsRelease, release_count_of_counts
     from ._errors import (
         BudgetError,
         BudgetExceededError,
@@ -54,7 +58,7 @@ if TYPE_CHECKING:
         OutputExistsError,
         SpecError,
     )
-    from ._evaluate import evaluate
+    from ._evaluate import evaluate, evaluate_count_of_counts
     from ._planning import Plan, plan
     from ._plot import plot_evaluation, plot_zoom
     from ._publish import publish
@@ -70,6 +74,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "._budget": ("Ledger", "ledger", "set_budget"),
     "._compat": ("connect", "storage_version"),
+    "._count_of_counts": ("CountOfCountsRelease", "release_count_of_counts"),
     "._errors": (
         "BudgetError",
         "BudgetExceededError",
@@ -81,7 +86,7 @@ _HOMES = {
         "OutputExistsError",
         "SpecError",
     ),
-    "._evaluate": ("evaluate",),
+    "._evaluate": ("evaluate", "evaluate_count_of_counts"),
     "._planning": ("Plan", "plan"),
     "._plot": ("plot_evaluation", "plot_zoom"),
     "._publish": ("publish",),
@@ -100,6 +105,7 @@ __all__ = [
     "BudgetError",
     "BudgetExceededError",
     "ConcurrentWriteError",
+    "CountOfCountsRelease",
     "Domain",
     "DomainError",
     "InftdaError",
@@ -113,6 +119,7 @@ __all__ = [
     "__version__",
     "connect",
     "evaluate",
+    "evaluate_count_of_counts",
     "intopt",
     "ledger",
     "plan",
@@ -121,6 +128,7 @@ __all__ = [
     "publish",
     "register",
     "release",
+    "release_count_of_counts",
     "sample_discrete_gaussian",
     "set_budget",
     "storage_version",

@@ -1,15 +1,15 @@
 """Budget management in the database: a total budget per base table, and what was spent.
 
 Releases that read the same table compose: under zCDP their rho add up (the ledger table
-``inftda_releases`` has one row per release, with the base tables it read). A release is charged
-to EVERY base table it reads, resolved in the catalog (any spelling, through views, relations
-and subqueries). :func:`set_budget` stores a total for a table; ``check_budget`` (called by
-``release()`` before any noise, and again in the transaction that records it) refuses a release
-that would spend more than what remains of any of them, unless the caller overrides it, which
-the ledger records. Every
-release counts, seeded and infinite-budget ones included: they were run on the data.
-(epsilon, delta)-DP releases (the Stability Histogram) do not compose in rho; on a budgeted input
-they need an explicit override.
+``inftda_releases`` has one row per release, with the base tables it read; a pure epsilon-DP
+release, such as the count-of-counts histograms, spends ``rho = epsilon^2 / 2``). A release is
+charged to EVERY base table it reads, resolved in the catalog (any spelling, through views,
+relations and subqueries). :func:`set_budget` stores a total for a table; ``check_budget``
+(called by ``release()`` before any noise, and again in the transaction that records it)
+refuses a release that would spend more than what remains of any of them, unless the caller
+overrides it, which the ledger records. Every release counts, seeded and infinite-budget ones
+included: they were run on the data. (epsilon, delta)-DP releases (the Stability Histogram) do
+not compose in rho; on a budgeted input they need an explicit override.
 """
 
 from __future__ import annotations

@@ -24,7 +24,14 @@ from .engines.duckdb.catalog import Source, count_column, drop_temp, resolve_sou
 from .engines.duckdb.compile import level_cell_columns
 from .engines.duckdb.sql import arrow, ident, render
 
-__all__ = ["EVALUATION_COLUMNS", "compared_cells", "evaluate", "level_cell_columns"]
+__all__ = [
+    "COC_EVALUATION_COLUMNS",
+    "EVALUATION_COLUMNS",
+    "compared_cells",
+    "evaluate",
+    "evaluate_count_of_counts",
+    "level_cell_columns",
+]
 
 #: the columns of the relation :func:`evaluate` returns, in order
 EVALUATION_COLUMNS = (
@@ -164,3 +171,99 @@ def compared_cells(
     finally:
         for src in sources:
             drop_temp(con, src)
+
+
+#: the columns of the relation :func:`evaluate_count_of_counts` returns, in order
+COC_EVALUATION_COLUMNS = (
+    "level",
+    "level_name",
+    "nodes",
+    "mean_emd",
+    "max_emd",
+    "groups_true",
+    "groups_released",
+)
+
+
+def evaluate_count_of_counts(
+    con: duckdb.DuckDBPyConnection,
+    truth: str | duckdb.DuckDBPyRelation,
+    released: str | duckdb.DuckDBPyRelation,
+    /,
+    *,
+    group: str,
+    hierarchy: Sequence[str],
+    groups: str | duckdb.DuckDBPyRelation | None = None,
+    groups_column: str = "groups",
+    released_size: str = "size",
+    released_groups: str = "groups",
+) -> duckdb.DuckDBPyRelation:
+    """Earthmover's distance of a count-of-counts release per level (NOT PRIVATE).
+
+    **Outside the privacy boundary**: it reads the true persons table; for the data owner.
+    For every node (region) the earthmover's distance between its true and released histograms
+    is ``sum over j of |Hc_true[j] - Hc_released[j]|`` (``Hc``: groups of size <= j), the
+    number of persons to add or remove to turn one into the other; per level the mean and the
+    largest over the nodes present on either side (Kuo et al.'s error measure). True sizes are
+    not truncated: a release's ``max_size`` below the largest group counts as error.
+
+    Args:
+        con: the connection holding both tables.
+        truth: the persons table (one row per person) of the release.
+        released: the released table (``release_count_of_counts``'s output).
+        group: the group column of ``truth``.
+        hierarchy: the region columns of the release, coarse to fine.
+        groups: the groups table, when groups may be empty (``min_size=0``): its groups that
+            the truth does not hold count as groups of size 0.
+        groups_column: the column of ``groups`` holding the number of groups.
+        released_size, released_groups: the columns of ``released``.
+
+    Returns:
+        A relation with one row per level (0 = the root): ``level``, ``level_name``, ``nodes``,
+        ``mean_emd``, ``max_emd``, ``groups_true``, ``groups_released``.
+
+    Example:
+        >>> import duckdb, inftda_sql
+        >>> con = duckdb.connect()
+        >>> _ = con.execute("CREATE TABLE persons AS SELECT * FROM (VALUES (1, 'A', 'a1'), "
+        ...                 "(1, 'A', 'a1'), (2, 'A', 'a2')) t(hh, state, county)")
+        >>> _ = con.execute("CREATE TABLE rel AS SELECT * FROM (VALUES ('A', 'a1', 1, 1), "
+        ...                 "('A', 'a2', 1, 1)) t(state, county, size, groups)")
+        >>> evaluate_count_of_counts(con, "persons", "rel", group="hh",
+        ...     hierarchy=["state", "county"]).project("level, mean_emd").fetchall()
+        [(0, 1.0), (1, 1.0), (2, 0.5)]
+    """
+    spec = parse_hierarchy(hierarchy)
+    if len(spec.chains) != 1:
+        raise SpecError("a count-of-counts release has one chain of region columns")
+    chain = spec.chains[0]
+    prefix = f"__inftda_eval_{uuid.uuid4().hex[:12]}_"
+    sources: list[Source] = []
+    try:
+        t_src = resolve_source(con, truth, role="true table", temp_name=prefix + "truth")
+        sources.append(t_src)
+        r_src = resolve_source(con, released, role="released table", temp_name=prefix + "rel")
+        sources.append(r_src)
+        t_group = t_src.column(group, "group column")
+        for col in chain:
+            t_src.column(col, "hierarchy column")
+            r_src.column(col, "hierarchy column")
+        r_size, _ = count_column(r_src, released_size, "released size column")
+        r_groups, _ = count_column(r_src, released_groups, "released groups column")
+        g_sql, g_col = None, None
+        if groups is not None:
+            g_src = resolve_source(con, groups, role="groups table", temp_name=prefix + "groups")
+            sources.append(g_src)
+            g_col, _ = count_column(g_src, groups_column, "groups column")
+            g_sql = g_src.sql
+        sql = _compile.coc_evaluate(
+            chain, t_src.sql, t_group, r_src.sql, r_size, r_groups, g_sql, g_col
+        )
+        table = arrow(con, sql)
+    finally:
+        for src in sources:
+            drop_temp(con, src)
+    names = ["root", *chain]
+    levels = table.column("level").to_pylist()
+    table = table.add_column(1, "level_name", pa.array([names[lv] for lv in levels], pa.string()))
+    return con.from_arrow(table.select(list(COC_EVALUATION_COLUMNS)))

@@ -62,7 +62,8 @@ def publish(
 
     Args:
         con: the connection holding the release (and the private input).
-        output: the released table, as written by :func:`release`.
+        output: the released table, as written by :func:`release` (or
+            :func:`~inftda_sql.release_count_of_counts`).
         path: the file to create.
         public_tables: tables that are public already (the geography, the domain) to copy
             along, so that the shared file joins on its own. Resolved in the catalog; a table
@@ -102,8 +103,9 @@ def publish(
         target.unlink()
         Path(str(target) + ".wal").unlink(missing_ok=True)
     row = record.public()
-    view = json.loads(row.details).get("levels_view")
-    view_sql = _view_builder(record.hierarchy)
+    details = json.loads(row.details)
+    view = details.get("levels_view")
+    view_sql = _view_builder(record.hierarchy, details.get("kind"))
     original = rows(con, render("catalog.current_database"))[0][0]
     run(con, _compile.attach(str(target), _ALIAS, version))
     try:
@@ -240,12 +242,15 @@ def _add_public(out: list[tuple[str, str]], name: str, source_sql: str) -> None:
     out.append((name, source_sql))
 
 
-def _view_builder(text: str) -> Callable[[str, str], str]:
+def _view_builder(text: str, kind: str | None = None) -> Callable[[str, str], str]:
     """The statement that recreates a release's companion view, from the ledger's JSON: the
-    levels view of a hierarchy, or the features view of a feature release."""
+    levels view of a hierarchy (of a count-of-counts release when ``kind`` says so), or the
+    features view of a feature release."""
     h = json.loads(text)
     if "features" in h:
         features = parse_features(h["features"], structure=h["structure"], weights=h["weights"])
         return lambda view, output: _compile.features_view(features, view, output)
     spec = parse_hierarchy(h["chains"], h["tree"])
+    if kind == "count_of_counts":
+        return lambda view, output: _compile.coc_levels_view(spec.chains[0], view, output)
     return lambda view, output: _compile.levels_view(spec, view, output)

@@ -26,3 +26,16 @@ FROM $pairs AS p CROSS JOIN $periods AS t
 -- one row per trip (o_stop, d_stop, period) from per-cell counts
 CREATE TABLE $trips AS
 SELECT o_stop, d_stop, period FROM $counts, range(n) AS r(i) ORDER BY o_stop, d_stop, period
+
+-- name: groups_table
+-- the PUBLIC groups table of a count-of-counts data set: every leaf region, its groups
+CREATE TABLE $groups AS SELECT $cols, groups::BIGINT AS groups FROM $geo ORDER BY leaf
+
+-- name: persons
+-- one row per person: n groups of each (leaf, size), numbered from first_gid, size persons each
+CREATE TABLE $persons AS
+SELECT (h.first_gid + k.i)::BIGINT AS $group, $cols
+FROM $hist AS h
+JOIN $geo AS g USING (leaf),
+     range(h.n) AS k(i),
+     range(h.size) AS p(j)

@@ -33,11 +33,19 @@ from ..engines.duckdb.catalog import file_spelling
 from ..engines.duckdb.ledger import read_releases
 from ..engines.duckdb.sql import ident, render, rows, run, scalar
 from . import console
-from .parse import UsageError, chains, plan_domain, plan_options, release_options
+from .parse import (
+    UsageError,
+    chains,
+    count_of_counts_options,
+    plan_domain,
+    plan_options,
+    release_options,
+)
 
 __all__ = [
     "COMMANDS",
     "budget",
+    "count_of_counts",
     "demo",
     "evaluate",
     "ledger",
@@ -258,6 +266,38 @@ def release_(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
+# count-of-counts
+
+
+def count_of_counts(args: argparse.Namespace) -> int:
+    """Release private count-of-counts histograms of a persons table."""
+    options = count_of_counts_options(args)
+    with _installed("count-of-counts"):
+        from .._count_of_counts import release_count_of_counts
+    con = _open(args.db)
+    try:
+        r = release_count_of_counts(con, args.table, **options)
+    finally:
+        con.close()
+    print(r)
+    return 0
+
+
+def _coc_params(con: duckdb.DuckDBPyConnection, released: str) -> dict[str, Any] | None:
+    """The group column and hierarchy of the latest count-of-counts release to ``released``."""
+    found = read_releases(con, output=released, latest=True)
+    if not found:
+        return None
+    details = json.loads(found[0].details or "{}")
+    if details.get("kind") != "count_of_counts":
+        return None
+    return {
+        "group": details["mechanism_params"]["group"],
+        "hierarchy": json.loads(found[0].hierarchy)["chains"][0],
+    }
+
+
+# ----------------------------------------------------------------------------------------------
 # evaluate
 
 
@@ -292,6 +332,13 @@ def evaluate(args: argparse.Namespace) -> int:
     written: list[Path] = []
     con = _open(args.db, read_only=True)  # evaluation never writes
     try:
+        coc = _coc_params(con, args.released)
+        if coc is not None:  # a count-of-counts release: earthmover's distance per level
+            from .._evaluate import evaluate_count_of_counts
+
+            rel = evaluate_count_of_counts(con, args.truth, args.released, **coc)
+            console.emit(list(rel.columns), rel.fetchall(), args.format)
+            return 0
         hierarchy: Any = chains(args.hierarchy) if args.hierarchy else None
         tree = args.tree
         if hierarchy is None:
@@ -479,6 +526,7 @@ def sql(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": demo,
     "release": release_,
+    "count-of-counts": count_of_counts,
     "evaluate": evaluate,
     "plan": plan,
     "ledger": ledger,

@@ -28,6 +28,7 @@ __all__ = [
     "build_parser",
     "chains",
     "column_pairs",
+    "count_of_counts_options",
     "features",
     "plan_domain",
     "plan_options",
@@ -207,6 +208,44 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
             "or --features with --mechanism cbdp (e.g. --features period:period --features "
             "trip:o_stop,d_stop,period)"
         )
+    return options
+
+
+def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of release_count_of_counts() from the flags.
+
+    Example:
+        >>> p = build_parser()
+        >>> args = p.parse_args(["count-of-counts", "db", "persons", "--group", "hh",
+        ...     "--hierarchy", "state,county", "--groups", "hh_per_county", "--epsilon", "1"])
+        >>> sorted(count_of_counts_options(args))  # doctest: +NORMALIZE_WHITESPACE
+        ['consistency', 'epsilon', 'group', 'groups', 'hierarchy', 'merge', 'method',
+         'min_size']
+    """
+    hierarchy = chains(args.hierarchy)
+    if hierarchy and isinstance(hierarchy[0], list):
+        raise UsageError(
+            "inftda-sql count-of-counts: give --hierarchy once (one chain, e.g. state,county)"
+        )
+    options: dict[str, Any] = {
+        "group": args.group,
+        "hierarchy": hierarchy,
+        "groups": args.groups,
+        "epsilon": args.epsilon,
+        "method": args.method,
+        "consistency": args.consistency,
+        "merge": args.merge,
+        "min_size": args.min_size,
+    }
+    for key in ("groups_column", "max_size", "output", "seed", "split", "max_size_share"):
+        value = getattr(args, key)
+        if value is not None:
+            options[key] = value
+    for key in ("overwrite", "budget_override"):
+        if getattr(args, key):
+            options[key] = True
+    if args.no_levels_view:
+        options["levels_view"] = False
     return options
 
 
@@ -395,6 +434,49 @@ def build_parser() -> argparse.ArgumentParser:
         help="refuse a file older DuckDB versions cannot read (e.g. v1.0.0)",
     )
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    c = sub.add_parser(
+        "count-of-counts",
+        help="release private count-of-counts histograms (groups of each size per region)",
+        description="For every region of a hierarchy and every size j, the number of groups "
+        "(households) of j persons: pure epsilon-DP, consistent, non-negative integers, every "
+        "region summing to its public number of groups (Kuo et al., VLDB 2018).",
+    )
+    c.add_argument("db", help="DuckDB database file")
+    c.add_argument("table", help="the persons table (one row per person)")
+    c.add_argument("--group", required=True, help="the column of a person's group id")
+    c.add_argument(
+        "--hierarchy", action="append", required=True, help="region columns, coarse to fine"
+    )
+    c.add_argument(
+        "--groups", required=True, help="the PUBLIC table of leaf regions and their groups"
+    )
+    c.add_argument("--groups-column", help="its column holding the number of groups")
+    c.add_argument("--epsilon", type=float, required=True, help="pure DP budget")
+    c.add_argument(
+        "--max-size",
+        type=int,
+        help="public largest group size (default: estimated with --max-size-share of epsilon)",
+    )
+    c.add_argument("--max-size-share", type=float, help="default 0.05")
+    c.add_argument(
+        "--min-size", type=int, default=1, choices=[0, 1], help="0 if groups may be empty"
+    )
+    c.add_argument(
+        "--method", choices=["cumulative", "unattributed", "naive"], default="cumulative"
+    )
+    c.add_argument("--consistency", choices=["topdown", "leaves"], default="topdown")
+    c.add_argument("--merge", choices=["weighted", "average"], default="weighted")
+    c.add_argument("--split", type=_split, help="per-level weights of epsilon, e.g. 1,1,2")
+    c.add_argument("--output", help="output table (default <table>_count_of_counts)")
+    c.add_argument("--overwrite", action="store_true", help="replace the output table")
+    c.add_argument("--seed", type=int, help="TESTS ONLY: reproducible, non-private noise")
+    c.add_argument(
+        "--budget-override",
+        action="store_true",
+        help="release even if the input's stored budget would be exceeded (recorded)",
+    )
+    c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"

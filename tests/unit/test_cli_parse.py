@@ -24,6 +24,7 @@ def test_every_command_has_a_function() -> None:
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(sub.choices) == set(commands.COMMANDS) == {
         "demo", "release", "evaluate", "plan", "ledger", "budget", "publish", "sql",
+        "count-of-counts",
     }  # fmt: skip
 
 

@@ -861,3 +861,188 @@ def test_golden_features_view(
         world, "SELECT o_reg, d_reg, count FROM fout_features WHERE feature = 'zones' ORDER BY ALL"
     ) == [("A", "X", 7), ("B", "Y", 7)]
     assert len(_rows(world, "SELECT * FROM fout_features WHERE feature = 'leaf'")) == 3
+
+
+# ----------------------------------------------------------------------------- count of counts
+#
+# persons (hh, state, county): household 1 has 2 persons in A/a1, household 2 one in A/a1,
+# household 3 three in B/b1; household 4 sits in A/a1 and A/a2 (a split group) in the dirty
+# table only. The public groups table lists a1: 2, a2: 1, b1: 1 households.
+
+COC_CHAIN = ("state", "county")
+COC_PERSONS = [(1, "A", "a1"), (1, "A", "a1"), (2, "A", "a1"), (3, "B", "b1"), (3, "B", "b1"), (3, "B", "b1")]  # fmt: skip
+COC_CODES = "__inftda_g_codes_0"
+COC_SIZES, COC_HIST = "__inftda_g_sizes", "__inftda_g_hist"
+
+
+@pytest.fixture
+def households(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """The persons and groups tables, the groups table coded as the domain."""
+    con.execute("CREATE TABLE persons (hh INTEGER, state VARCHAR, county VARCHAR)").fetchall()
+    con.executemany("INSERT INTO persons VALUES (?, ?, ?)", COC_PERSONS)
+    con.execute(
+        "CREATE TABLE hh AS SELECT * FROM (VALUES ('B', 'b1', 1), ('A', 'a2', 1), "
+        "('A', 'a1', 2)) g(state, county, n)"
+    ).fetchall()
+    build_chain(con, NAMES, 0, COC_CHAIN, '"hh"', ["VARCHAR", "VARCHAR"], "groups table")
+    return con
+
+
+def _coc_scan(con: duckdb.DuckDBPyConnection) -> None:
+    _run(con, _compile.coc_group_sizes(COC_SIZES, COC_CHAIN, "hh", '"persons"'))
+    _run(con, _compile.coc_histograms(COC_HIST, COC_SIZES, COC_CHAIN))
+
+
+def test_golden_coc_public_groups(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_public_groups(COC_CHAIN, '"hh"', "n", COC_CODES, "VARCHAR")
+    golden(
+        "coc_public_groups.sql",
+        _text(("coc_public_groups(('state', 'county'), '\"hh\"', 'n', codes, 'VARCHAR')", sql)),
+    )
+    # leaf code, rows listing it, groups, groups_hi, NULLs, fractional
+    assert _rows(households, sql) == [
+        (0, 1, 2, 2, 0, False),
+        (1, 1, 1, 1, 0, False),
+        (2, 1, 1, 1, 0, False),
+    ]
+
+
+def test_golden_coc_group_sizes(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_group_sizes(COC_SIZES, COC_CHAIN, "hh", '"persons"')
+    golden("coc_group_sizes.sql", _text(("coc_group_sizes(sizes, CHAIN, 'hh', persons)", sql)))
+    _run(households, sql)
+    assert _rows(households, f'SELECT * FROM "{COC_SIZES}" ORDER BY 1') == [
+        (1, "A", "a1", 2),
+        (2, "A", "a1", 1),
+        (3, "B", "b1", 3),
+    ]
+
+
+def test_golden_coc_split_groups(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_split_groups(COC_SIZES)
+    golden("coc_split_groups.sql", _text(("coc_split_groups(sizes)", sql)))
+    _coc_scan(households)
+    assert _rows(households, sql) == [(0, 0)]
+    households.execute("INSERT INTO persons VALUES (2, 'A', 'a2'), (NULL, 'B', 'b1')").fetchall()
+    _run(households, f'DROP TABLE "{COC_SIZES}"')
+    _run(households, _compile.coc_group_sizes(COC_SIZES, COC_CHAIN, "hh", '"persons"'))
+    assert _rows(households, sql) == [(1, 1)]  # household 2 in two leaves; one NULL id
+
+
+def test_golden_coc_histograms(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_histograms(COC_HIST, COC_SIZES, COC_CHAIN)
+    golden("coc_histograms.sql", _text(("coc_histograms(hist, sizes, CHAIN)", sql)))
+    _run(households, _compile.coc_group_sizes(COC_SIZES, COC_CHAIN, "hh", '"persons"'))
+    _run(households, sql)
+    assert _rows(households, f'SELECT * FROM "{COC_HIST}" ORDER BY 1, 2, 3, 4') == [
+        (0, None, None, 1, 1),
+        (0, None, None, 2, 1),
+        (0, None, None, 3, 1),
+        (1, "A", None, 1, 1),
+        (1, "A", None, 2, 1),
+        (1, "B", None, 3, 1),
+        (2, "A", "a1", 1, 1),
+        (2, "A", "a1", 2, 1),
+        (2, "B", "b1", 3, 1),
+    ]
+
+
+def test_golden_coc_node_codes(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    compiled = [_compile.coc_node_codes(COC_HIST, COC_CODES, COC_CHAIN, lv) for lv in range(3)]
+    golden(
+        "coc_node_codes.sql",
+        _text(*((f"coc_node_codes(hist, codes, CHAIN, {lv})", s) for lv, s in enumerate(compiled))),
+    )
+    _coc_scan(households)
+    assert sorted(_rows(households, compiled[0])) == [(0, 1, 1), (0, 2, 1), (0, 3, 1)]
+    assert sorted(_rows(households, compiled[1])) == [
+        (0, 1, 1, "A"),
+        (0, 2, 1, "A"),
+        (1, 3, 1, "B"),
+    ]
+    assert sorted(_rows(households, compiled[2])) == [
+        (0, 1, 1, "A", "a1"),
+        (0, 2, 1, "A", "a1"),
+        (2, 3, 1, "B", "b1"),
+    ]
+    # a county under the wrong state has no code
+    households.execute("INSERT INTO persons VALUES (9, 'B', 'a2')").fetchall()
+    for table in (COC_SIZES, COC_HIST):
+        _run(households, f'DROP TABLE "{table}"')
+    _coc_scan(households)
+    assert (None, 1, 1, "B", "a2") in _rows(households, compiled[2])
+
+
+def test_golden_coc_write_output(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_write_output('"out"', "__inftda_g_released", COC_CODES, COC_CHAIN)
+    golden(
+        "coc_write_output.sql", _text(("coc_write_output('\"out\"', released, codes, CHAIN)", sql))
+    )
+    households.register(
+        "__inftda_g_released",
+        pa.table({"leaf": [2, 0, 0], "size": [3, 2, 1], "groups": [1, 1, 1]}),
+    )
+    _run(households, sql)
+    assert _rows(households, 'SELECT * FROM "out"') == [
+        ("A", "a1", 1, 1),
+        ("A", "a1", 2, 1),
+        ("B", "b1", 3, 1),
+    ]
+
+
+def test_golden_coc_levels_view(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_levels_view(COC_CHAIN, '"out_levels"', '"out"')
+    golden(
+        "coc_levels_view.sql", _text(("coc_levels_view(CHAIN, '\"out_levels\"', '\"out\"')", sql))
+    )
+    households.execute(
+        "CREATE TABLE out AS SELECT * FROM (VALUES ('A', 'a1', 1, 2), ('A', 'a2', 1, 1), "
+        "('B', 'b1', 3, 1)) t(state, county, size, groups)"
+    ).fetchall()
+    _run(households, sql)
+    assert _rows(households, 'SELECT * FROM "out_levels" ORDER BY ALL') == [
+        (0, "root", None, None, 1, 3),
+        (0, "root", None, None, 3, 1),
+        (1, "state", "A", None, 1, 3),
+        (1, "state", "B", None, 3, 1),
+        (2, "county", "A", "a1", 1, 2),
+        (2, "county", "A", "a2", 1, 1),
+        (2, "county", "B", "b1", 3, 1),
+    ]
+
+
+def test_golden_coc_disagree_hint(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.coc_disagree_hint(COC_CHAIN, '"hh"', "n", '"persons"', "hh")
+    golden(
+        "coc_disagree_hint.sql", _text(("coc_disagree_hint(CHAIN, hh, 'n', persons, 'hh')", sql))
+    )
+    # a2 lists one household, the persons table has none there
+    assert _rows(households, sql) == [("A", "a2", 1, 0)]
+
+
+def test_golden_coc_evaluate(households: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    plain = _compile.coc_evaluate(COC_CHAIN, '"persons"', "hh", '"rel"', "size", "groups")
+    empty = _compile.coc_evaluate(
+        COC_CHAIN, '"persons"', "hh", '"rel"', "size", "groups", '"hh"', "n"
+    )
+    golden(
+        "coc_evaluate.sql",
+        _text(
+            ("coc_evaluate(CHAIN, persons, 'hh', rel, 'size', 'groups')", plain),
+            ("coc_evaluate(..., groups table hh, 'n'): empty groups", empty),
+        ),
+    )
+    # released: a1 has sizes 1, 3 (true 1, 2), b1 has 3 (exact), a2 has one group of size 1
+    households.execute(
+        "CREATE TABLE rel AS SELECT * FROM (VALUES ('A', 'a1', 1, 1), ('A', 'a1', 3, 1), "
+        "('B', 'b1', 3, 1), ('A', 'a2', 1, 1)) t(state, county, size, groups)"
+    ).fetchall()
+    # level, nodes, mean EMD, max EMD, groups true, groups released
+    # a1: 1,2 vs 1,3 -> 1; b1 exact; a2: none vs 1 (nothing past the last size) -> 0
+    assert _rows(households, plain) == [
+        (0, 1, 1.0, 1.0, 3, 4),
+        (1, 2, 0.5, 1.0, 3, 4),
+        (2, 3, 1.0 / 3.0, 1.0, 3, 4),
+    ]
+    # with the groups table, a2's listed household is a group of size 0 in the truth: EMD 1
+    assert _rows(households, empty)[2] == (2, 3, 2.0 / 3.0, 1.0, 4, 4)

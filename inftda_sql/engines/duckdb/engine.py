@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 
 import duckdb
@@ -39,7 +40,7 @@ from .scan import level_counts, scan
 from .sql import run
 from .write import begin_transaction, write_release
 
-__all__ = ["DuckDBEngine"]
+__all__ = ["DuckDBEngine", "check_targets"]
 
 
 class DuckDBEngine:
@@ -161,51 +162,9 @@ class DuckDBEngine:
     def _check_targets(self) -> None:
         """The output and its levels view must not be the input, a table it reads, a domain
         table (or a view either reads), or a name the library owns."""
-        req = self.request
         named = [(self.input, "the input")]
         named += [(d, f"the {self._domain_role(c)}") for c, d in enumerate(self._domains)]
-        protected: list[tuple[TableRef, str]] = []
-        for src, role in named:
-            if src.resolved.ref is not None:
-                protected.append((src.resolved.ref, role))
-            protected += [(t, f"a table {role} reads") for t in src.resolved.reads]
-        for target in (self._output, self._view):
-            if target is None:
-                continue
-            if is_library_name(target.ref.name):
-                raise SpecError(
-                    f"{target.spelling!r} is a name inftda_sql keeps for its own bookkeeping "
-                    f"({', '.join(LIBRARY_TABLES)} and names starting with __inftda); choose "
-                    "another ",
-                    Arg("output"),
-                    param="output",
-                )
-            for ref, role in protected:
-                if target.ref.same(ref):
-                    raise SpecError(
-                        f"{target.spelling!r} is {role} ({ref}); writing the release there would "
-                        "destroy what it reads: choose another ",
-                        Arg("output"),
-                        param="output",
-                    )
-            if target.existing is not None and not req.overwrite:
-                raise OutputExistsError(
-                    f"{target.spelling!r} already exists; pass ",
-                    Arg("overwrite", True),
-                    " to replace it or choose another ",
-                    Arg("output"),
-                    " name",
-                    param="output",
-                )
-            if target.existing == "view" and reads_view(
-                self.con, target.ref, [src.sql for src, _ in named]
-            ):
-                raise SpecError(
-                    f"{target.spelling!r} is a view that the input or a domain reads; replacing "
-                    "it would change what they read: choose another ",
-                    Arg("output"),
-                    param="output",
-                )
+        check_targets(self.con, named, (self._output, self._view), overwrite=self.request.overwrite)
 
     def resolve(self) -> None:
         req, spec = self.request, self.request.tree
@@ -384,3 +343,55 @@ class DuckDBEngine:
         ]:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(registered)
+
+
+def check_targets(
+    con: duckdb.DuckDBPyConnection,
+    named: Sequence[tuple[Source, str]],
+    targets: Sequence[Target | None],
+    *,
+    overwrite: bool,
+) -> None:
+    """The outputs (``targets``) must not be one of the ``named`` sources (with their roles), a
+    table they read (or a view they read), or a name the library owns; an existing one needs
+    ``overwrite``. Used by every kind of release."""
+    protected: list[tuple[TableRef, str]] = []
+    for src, role in named:
+        if src.resolved.ref is not None:
+            protected.append((src.resolved.ref, role))
+        protected += [(t, f"a table {role} reads") for t in src.resolved.reads]
+    for target in targets:
+        if target is None:
+            continue
+        if is_library_name(target.ref.name):
+            raise SpecError(
+                f"{target.spelling!r} is a name inftda_sql keeps for its own bookkeeping "
+                f"({', '.join(LIBRARY_TABLES)} and names starting with __inftda); choose "
+                "another ",
+                Arg("output"),
+                param="output",
+            )
+        for ref, role in protected:
+            if target.ref.same(ref):
+                raise SpecError(
+                    f"{target.spelling!r} is {role} ({ref}); writing the release there would "
+                    "destroy what it reads: choose another ",
+                    Arg("output"),
+                    param="output",
+                )
+        if target.existing is not None and not overwrite:
+            raise OutputExistsError(
+                f"{target.spelling!r} already exists; pass ",
+                Arg("overwrite", True),
+                " to replace it or choose another ",
+                Arg("output"),
+                " name",
+                param="output",
+            )
+        if target.existing == "view" and reads_view(con, target.ref, [src.sql for src, _ in named]):
+            raise SpecError(
+                f"{target.spelling!r} is a view that the input or a domain reads; replacing "
+                "it would change what they read: choose another ",
+                Arg("output"),
+                param="output",
+            )

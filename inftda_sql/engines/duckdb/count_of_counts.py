@@ -1,0 +1,450 @@
+"""A count-of-counts release on DuckDB: the public groups table, the two aggregations, the write.
+
+The stages, in order, each run before any noise:
+
+* :meth:`CocEngine.prepare`: every name resolved in the catalog (the input, the PUBLIC groups
+  table, the outputs), no transaction open, the outputs neither what the release reads nor
+  existing without ``overwrite``; then :meth:`CocEngine.check_budget` for every base table the
+  input reads.
+* :meth:`CocEngine.resolve`: the input (persons) and the groups table have the named columns.
+* :meth:`CocEngine.domain`: the groups table coded as the hierarchy's public domain
+  (:func:`~.domain.build_chain`) and its number of groups per leaf, checked (one row per leaf,
+  non-negative integers).
+* :meth:`CocEngine.scan`: the two aggregations of the issue, ``A = SELECT gid, <regions>,
+  count(*) AS size FROM persons GROUP BY ALL`` and ``SELECT <levels>, size, count(*) FROM A
+  GROUP BY ROLLUP (<levels>), size``; then the checks (a group in two leaves, NULL ids or regions,
+  regions outside the groups table, groups found that the table does not list) and the true
+  histograms of every level as numpy arrays.
+* :meth:`CocEngine.write`: the budget checked again, the output table, its levels view and the
+  ledger row, in one transaction.
+
+Messages name columns, regions (public) and how many rows or regions are wrong; never a count
+taken from the private data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import Sequence
+from types import TracebackType
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, Part, SpecError
+from ...core.accounting import Budget
+from ...core.arrays import I64
+from ...core.coc import CocLevel, Histograms
+from ...core.tree import ChainTree
+from . import compile as _compile
+from .catalog import (
+    Source,
+    Target,
+    check_domain_types,
+    check_scalar_type,
+    count_column,
+    drop_temp,
+    existing,
+    join_type,
+    resolve_source,
+    resolve_target,
+)
+from .domain import build_chain
+from .engine import check_targets
+from .ledger import (
+    LEDGER_TABLE,
+    ReleaseRecord,
+    check_budget,
+    ensure_tables,
+    insert_release,
+    next_release_id,
+)
+from .sql import arrow, rows, run
+from .write import atomic, begin_transaction
+
+__all__ = ["CocEngine", "CocInputs", "truncate_sizes"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CocInputs:
+    """What :class:`CocEngine` needs from the request (all checked before, no database)."""
+
+    table: object
+    group: str
+    chain: tuple[str, ...]
+    groups_table: object
+    groups_column: str | None
+    min_size: int
+    output: str
+    levels_view: str | None
+    overwrite: bool
+
+
+class CocEngine:
+    """One count-of-counts release on a DuckDB connection; a context manager that drops every
+    temporary object it made."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, inputs: CocInputs) -> None:
+        self.con = con
+        self.inputs = inputs
+        self.names = _compile.TempNames(f"__inftda_coc_{uuid.uuid4().hex[:12]}_")
+        self._sources: list[Source] = []
+        self._input: Source | None = None
+        self._groups: Source | None = None
+        self._groups_column = ""
+        self._output: Target | None = None
+        self._view: Target | None = None
+        self.tree: ChainTree | None = None
+        self.groups_per_leaf: I64 | None = None
+
+    def __enter__(self) -> CocEngine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def sizes_table(self) -> str:
+        return f"{self.names.prefix}sizes"
+
+    @property
+    def histograms_table(self) -> str:
+        return f"{self.names.prefix}histograms"
+
+    @property
+    def groups_description(self) -> str:
+        return self._groups.description if self._groups else "?"
+
+    # ------------------------------------------------------------------------------- stages
+
+    def prepare(self) -> None:
+        """Resolve every name in the catalog and refuse outputs that would destroy what the
+        release reads (or exist without ``overwrite``): before any work."""
+        inp = self.inputs
+        begin_transaction(self.con)  # fail fast if the caller left a transaction open
+        run(self.con, "ROLLBACK")
+        self._output = resolve_target(self.con, inp.output)
+        if inp.levels_view:
+            self._view = resolve_target(self.con, inp.levels_view)
+        src = resolve_source(
+            self.con, inp.table, role="input table", temp_name=self.names.input, param="table"
+        )
+        self._sources.append(src)
+        self._input = src
+        groups = resolve_source(
+            self.con,
+            inp.groups_table,
+            role="groups table",
+            temp_name=self.names.domain(0),
+            error=DomainError,
+            param="groups",
+        )
+        self._sources.append(groups)
+        self._groups = groups
+        check_targets(
+            self.con,
+            [(src, "the input"), (groups, "the groups table")],
+            (self._output, self._view),
+            overwrite=inp.overwrite,
+        )
+
+    def check_budget(self, requested: Budget, *, override: bool) -> str | None:
+        """Refuse a release that exceeds the budget of a base table the input reads (a pure
+        epsilon-DP release is charged its ``rho``); the note an override records, or None."""
+        src, _ = self._require()
+        return check_budget(self.con, src.resolved, requested, "pureDP", override=override)
+
+    def resolve(self) -> None:
+        """The input and the groups table have the named columns, of plain types."""
+        inp = self.inputs
+        src, groups = self._require()
+        src.column(inp.group, "group column")
+        check_scalar_type(src, inp.group, "group column", InputDataError)
+        for col in inp.chain:
+            src.column(col, "hierarchy column")
+            check_scalar_type(src, col, "hierarchy column", InputDataError)
+        if inp.group.lower() in {c.lower() for c in inp.chain}:
+            raise SpecError(f"group column {inp.group!r} is also a hierarchy column", param="group")
+        for col in inp.chain:
+            groups.column(col, "hierarchy column of the groups table", DomainError)
+            check_scalar_type(groups, col, "hierarchy column of the groups table", DomainError)
+        check_domain_types(src, groups, inp.chain, "groups table")
+        column = inp.groups_column
+        if column is None:
+            others = [n for k, n in groups.names.items() if k not in {c.lower() for c in inp.chain}]
+            if len(others) != 1:
+                raise DomainError(
+                    f"the {groups.description} has {len(others)} columns besides the hierarchy "
+                    f"({', '.join(others) or 'none'}); name the one holding the number of groups "
+                    "with ",
+                    Arg("groups_column"),
+                    param="groups_column",
+                )
+            column = others[0]
+        stored, _ = count_column(groups, column, "groups column")
+        self._groups_column = stored
+
+    def domain(self) -> tuple[ChainTree, I64]:
+        """Code the groups table as the public domain; the public number of groups per leaf."""
+        src, groups = self._require()
+        chain = self.inputs.chain
+        types = [join_type(src.columns[c.lower()]) for c in chain]
+        tree = build_chain(self.con, self.names, 0, chain, groups.sql, types, "groups table")
+        n_leaves = tree.sizes[-1]
+        codes = self.names.codes(0)
+        table = arrow(
+            self.con,
+            _compile.coc_public_groups(chain, groups.sql, self._groups_column, codes, types[-1]),
+        )
+        leaf = table.column("leaf").to_numpy()
+        listed = table.column("listed").to_numpy()
+        problems = {
+            "is listed more than once": listed > 1,
+            "has a NULL number of groups": table.column("nulls").to_numpy() > 0,
+            "has a fractional number of groups": table.column("fractional").to_numpy(
+                zero_copy_only=False
+            ),
+        }
+        lo = table.column("groups").to_numpy(zero_copy_only=False)
+        problems["has a negative number of groups"] = np.nan_to_num(lo.astype(float)) < 0
+        for what, bad in problems.items():
+            if np.any(bad):
+                region = self._region(int(leaf[np.flatnonzero(bad)[0]]))
+                raise DomainError(
+                    f"the groups table ({groups.description}): {int(np.count_nonzero(bad))} "
+                    f"region(s) where it {what}, e.g. {region}; list every leaf region once with "
+                    f"its number of groups in {self._groups_column!r} (a non-negative integer)",
+                    param="groups",
+                )
+        per_leaf = np.zeros(n_leaves, dtype=np.int64)
+        per_leaf[leaf] = lo.astype(np.int64)
+        self.tree, self.groups_per_leaf = tree, per_leaf
+        return tree, per_leaf
+
+    def scan(self, *, max_size: int | None) -> tuple[list[CocLevel], int]:
+        """The two aggregations, the checks, and the true histograms of every level (root
+        first, sizes truncated at ``max_size`` when given); also the largest group size."""
+        src, groups = self._require()
+        if self.tree is None or self.groups_per_leaf is None:
+            raise SpecError("code the domain first: call domain()")  # pragma: no cover
+        inp, chain, tree = self.inputs, self.inputs.chain, self.tree
+        sizes, hist = self.sizes_table, self.histograms_table
+        run(
+            self.con,
+            _compile.coc_group_sizes(sizes, chain, src.column(inp.group, "group column"), src.sql),
+        )
+        split, null_ids = rows(self.con, _compile.coc_split_groups(sizes))[0]
+        if null_ids:
+            raise InputDataError(
+                f"{int(null_ids)} group(s) of the {src.description} have a NULL "
+                f"{inp.group!r}; every person must belong to a group",
+                param="group",
+            )
+        if split:
+            raise InputDataError(
+                f"{int(split)} group(s) of the {src.description} sit in more than one leaf "
+                f"region ({inp.group!r} appears with different {', '.join(chain)}); a group "
+                "must lie in one leaf: fix the data, or make the group id include the region",
+                param="group",
+            )
+        run(self.con, _compile.coc_histograms(hist, sizes, chain))
+        levels: list[CocLevel] = []
+        leaf_groups = self.groups_per_leaf
+        parents = _parents(tree)
+        public = _public_groups(tree, leaf_groups)
+        largest = 0
+        for depth in range(len(chain) + 1):
+            table = arrow(
+                self.con, _compile.coc_node_codes(hist, self.names.codes(0), chain, depth)
+            )
+            node = table.column("node")
+            if node.null_count:
+                self._outside(table, chain, depth, int(node.null_count))
+            n = node.to_numpy().astype(np.int64)
+            size = table.column("size").to_numpy().astype(np.int64)
+            count = table.column("groups").to_numpy().astype(np.int64)
+            if size.size:
+                largest = max(largest, int(size.max()))
+            truth = Histograms.build(n, size, count)
+            levels.append(
+                CocLevel(
+                    name="root" if depth == 0 else chain[depth - 1],
+                    groups=public[depth],
+                    parent=parents[depth],
+                    truth=truth,
+                )
+            )
+        self._check_found(levels[-1], src, groups)
+        if inp.min_size == 0:
+            levels = [_with_empty_groups(lv) for lv in levels]
+        elif levels[0].truth.size.size and int(levels[0].truth.size.min()) < inp.min_size:
+            raise InputDataError(  # pragma: no cover - groups found hold >= 1 person
+                f"groups smaller than min_size={inp.min_size} in the {src.description}"
+            )
+        if max_size is not None:
+            levels = [truncate_sizes(lv, max_size) for lv in levels]
+        return levels, largest
+
+    def write(
+        self, leaves: Histograms, record: ReleaseRecord, *, budget: Budget, override: bool
+    ) -> ReleaseRecord:
+        """Check the budget again, write the released leaf histograms, their levels view and
+        the ledger row in one transaction; return the ledger row as written."""
+        inp, chain = self.inputs, self.inputs.chain
+        src, _ = self._require()
+        if self._output is None:
+            raise SpecError("the output is not resolved yet: call prepare() first")
+        released = pa.table({"leaf": leaves.node, "size": leaves.size, "groups": leaves.count})
+        try:
+            with atomic(self.con, "the release"):
+                self.con.register(self.names.released, released)
+                ensure_tables(self.con, LEDGER_TABLE)
+                note = check_budget(self.con, src.resolved, budget, "pureDP", override=override)
+                if note and note not in record.non_private:
+                    record = dataclasses.replace(record, non_private=[*record.non_private, note])
+                for target in (self._output, self._view):
+                    if target is None:
+                        continue
+                    kind = existing(self.con, target.ref)
+                    if kind is not None:
+                        if not inp.overwrite:
+                            raise OutputExistsError(
+                                f"{target.spelling!r} already exists; pass ",
+                                Arg("overwrite", True),
+                                " or choose another ",
+                                Arg("output"),
+                                param="output",
+                            )
+                        run(self.con, _compile.drop_object(kind, target.ref.sql))
+                output_sql = self._output.ref.sql
+                run(
+                    self.con,
+                    _compile.coc_write_output(
+                        output_sql, self.names.released, self.names.codes(0), chain
+                    ),
+                )
+                if self._view is not None:
+                    run(self.con, _compile.coc_levels_view(chain, self._view.ref.sql, output_sql))
+                record = dataclasses.replace(
+                    record,
+                    release_id=next_release_id(self.con),
+                    base_tables=list(src.resolved.keys),
+                )
+                insert_release(self.con, record)
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(self.names.released)
+        return record
+
+    def close(self) -> None:
+        for src in self._sources:
+            drop_temp(self.con, src)
+        for table in (self.sizes_table, self.histograms_table):
+            with contextlib.suppress(duckdb.Error):
+                run(self.con, _compile.drop_temp_table(table))
+        for registered in (self.names.released, self.names.codes(0)):
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(registered)
+
+    # ------------------------------------------------------------------------------- helpers
+
+    def _require(self) -> tuple[Source, Source]:
+        if self._input is None or self._groups is None:
+            raise SpecError("resolve the inputs first: call resolve()")  # pragma: no cover
+        return self._input, self._groups
+
+    def _region(self, leaf: int) -> str:
+        """``state='X', county='Y'`` of a leaf code (public: from the groups table)."""
+        chain = self.inputs.chain
+        found = rows(self.con, _compile.leaf_of_code(self.names, 0, chain), {"code": leaf})
+        return f"{chain[-1]}={found[0][0]!r}" if found else "?"
+
+    def _outside(self, table: pa.Table, chain: Sequence[str], depth: int, n: int) -> None:
+        """Regions of the input that the groups table does not list (or NULL ones)."""
+        src, groups = self._require()
+        bad = table.filter(table.column("node").is_null())
+        example = ", ".join(f"{c}={bad.column(c)[0].as_py()!r}" for c in chain[:depth])
+        nulls = any(bad.column(c).null_count for c in chain[:depth])
+        what = "a NULL region" if nulls else "a region the groups table does not list"
+        raise DomainError(
+            f"the {src.description} has {what} at level {chain[depth - 1]!r} "
+            f"({n} (region, size) row(s) of its histograms), e.g. {example}; the "
+            f"{groups.description} must list every leaf region of the input, with the same "
+            f"{', '.join(chain[: depth - 1]) or 'path'} above it",
+            param="groups",
+        )
+
+    def _check_found(self, leaves: CocLevel, src: Source, groups: Source) -> None:
+        """Groups found per leaf must not exceed the public number (nor fall short of it when
+        groups cannot be empty). Only HOW MANY regions disagree is said, and a query to run."""
+        found = leaves.truth.totals(leaves.n_nodes)
+        over = int(np.count_nonzero(found > leaves.groups))
+        under = int(np.count_nonzero(found < leaves.groups)) if self.inputs.min_size > 0 else 0
+        if not over and not under:
+            return
+        inp = self.inputs
+        hint = _compile.coc_disagree_hint(
+            inp.chain, groups.sql, self._groups_column, src.sql, inp.group
+        ).strip()
+        parts: list[Part] = [f"the {src.description} and the {groups.description} disagree: "]
+        if over:
+            parts.append(f"{over} region(s) hold more groups than the groups table lists")
+        if under:
+            parts += [
+                "; " if over else "",
+                f"{under} region(s) hold fewer groups than it lists (with ",
+                Arg("min_size", inp.min_size),
+                " every listed group must hold someone; pass ",
+                Arg("min_size", 0),
+                " if groups may be empty)",
+            ]
+        parts.append(f". Find them with: {' '.join(hint.split())}")
+        raise InputDataError(*parts, param="groups")
+
+
+def _parents(tree: ChainTree) -> list[I64]:
+    """For every depth, the parent code of each node (zeros for the root)."""
+    out: list[I64] = [np.zeros(1, dtype=np.int64)]
+    for depth in range(1, len(tree.sizes)):
+        off = tree.child_offsets[depth]
+        out.append(np.repeat(np.arange(off.size - 1, dtype=np.int64), np.diff(off)))
+    return out
+
+
+def _public_groups(tree: ChainTree, per_leaf: I64) -> list[I64]:
+    """The public number of groups of every node of every depth (sums of the leaves)."""
+    out = [per_leaf]
+    for depth in range(len(tree.sizes) - 1, 0, -1):
+        off = tree.child_offsets[depth]
+        sums = np.add.reduceat(out[0], off[:-1]) if out[0].size else out[0]
+        out.insert(0, sums.astype(np.int64))
+    return out
+
+
+def _with_empty_groups(level: CocLevel) -> CocLevel:
+    """Add the listed groups the data does not hold as groups of size 0."""
+    empty = level.groups - level.truth.totals(level.n_nodes)
+    nodes = np.flatnonzero(empty > 0)
+    t = level.truth
+    truth = Histograms.build(
+        np.concatenate((t.node, nodes)),
+        np.concatenate((t.size, np.zeros(nodes.size, dtype=np.int64))),
+        np.concatenate((t.count, empty[nodes])),
+    )
+    return dataclasses.replace(level, truth=truth)
+
+
+def truncate_sizes(level: CocLevel, max_size: int) -> CocLevel:
+    """The level with groups larger than ``max_size`` counted at ``max_size``."""
+    t = level.truth
+    return dataclasses.replace(
+        level, truth=Histograms.build(t.node, np.minimum(t.size, max_size), t.count)
+    )
