@@ -196,6 +196,24 @@ def test_outputs_that_would_destroy_what_is_read_are_refused_before_any_work(
     assert db.execute("SELECT count(*) FROM persons").fetchall() == _release_ok
 
 
+def test_a_table_with_a_budget_is_never_replaced_even_with_overwrite(
+    db: duckdb.DuckDBPyConnection,
+) -> None:
+    """A release of another input (a copy) may not write over private data under accounting:
+    any spelling of the budgeted table, for every kind of release."""
+    db.execute("CREATE TEMP TABLE persons_copy AS SELECT * FROM persons")
+    set_budget(db, "persons", rho=2.0)
+    before = snapshot(db)
+    for output in ("persons", "PERSONS", "main.persons", "memory.main.persons"):
+        with pytest.raises(inftda_sql.SpecError, match="privacy budget") as info:
+            _release(db, "persons_copy", output=output, overwrite=True)
+        assert info.value.param == "output"
+        assert snapshot(db) == before
+    # without a budget the same overwrite is the user's explicit choice
+    db.execute("CREATE TABLE scratch AS SELECT 1 AS x")
+    _release(db, "persons_copy", output="scratch", overwrite=True)
+
+
 def test_a_domain_of_another_chain_and_its_tables_are_protected(
     db: duckdb.DuckDBPyConnection, no_scan: None
 ) -> None:

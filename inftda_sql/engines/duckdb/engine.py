@@ -29,13 +29,20 @@ from .catalog import (
     check_scalar_type,
     count_column,
     drop_temp,
+    home_database,
     join_type,
     reads_view,
     resolve_source,
     resolve_target,
 )
 from .domain import build_chain, chain_source
-from .ledger import LIBRARY_TABLES, ReleaseRecord, check_budget, is_library_name
+from .ledger import (
+    LIBRARY_TABLES,
+    ReleaseRecord,
+    check_budget,
+    is_library_name,
+    stored_budgets,
+)
 from .scan import level_counts, scan
 from .sql import run
 from .write import begin_transaction, write_release
@@ -354,8 +361,10 @@ def check_targets(
 ) -> None:
     """The outputs (``targets``) must not be one of the ``named`` sources (with their roles), a
     table they read (or a view they read), or a name the library owns; an existing one needs
-    ``overwrite``. Used by every kind of release."""
+    ``overwrite``, and one that holds a privacy budget (private data under accounting) is never
+    replaced, even with ``overwrite``. Used by every kind of release."""
     protected: list[tuple[TableRef, str]] = []
+    budgets: set[str] | None = None
     for src, role in named:
         if src.resolved.ref is not None:
             protected.append((src.resolved.ref, role))
@@ -376,6 +385,17 @@ def check_targets(
                 raise SpecError(
                     f"{target.spelling!r} is {role} ({ref}); writing the release there would "
                     "destroy what it reads: choose another ",
+                    Arg("output"),
+                    param="output",
+                )
+        if target.existing == "table":
+            if budgets is None:
+                budgets = set(stored_budgets(con))
+            if target.ref.key(home_database(con)).lower() in budgets:
+                raise SpecError(
+                    f"{target.spelling!r} ({target.ref}) has a privacy budget (set_budget): it "
+                    "holds private data, and a release never replaces it, even with overwrite; "
+                    "choose another ",
                     Arg("output"),
                     param="output",
                 )
