@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -50,8 +51,8 @@ EVALUATION_COLUMNS = (
 
 def evaluate(
     con: duckdb.DuckDBPyConnection,
-    truth: str | duckdb.DuckDBPyRelation,
-    released: str | duckdb.DuckDBPyRelation,
+    truth: str | duckdb.DuckDBPyRelation | pa.Table | Any,
+    released: str | duckdb.DuckDBPyRelation | pa.Table | Any,
     /,
     *,
     hierarchy: Sequence[str] | Sequence[Sequence[str]],
@@ -73,9 +74,10 @@ def evaluate(
 
     Args:
         con: the DuckDB connection holding both tables.
-        truth: the true data: a table/view name or a relation; microdata (one row per record)
-            or pre-aggregated with ``count=``.
-        released: the released table (as written by ``release()``), name or relation.
+        truth: the true data: a table/view name, a relation or a data frame (pandas, polars,
+            Arrow); microdata (one row per record) or pre-aggregated with ``count=``.
+        released: the released table (as written by ``release()``): a name, a relation or a
+            data frame (``Release.data`` of a release returned in memory).
         hierarchy: the hierarchy of the release (``release(hierarchy=...)``).
         tree: the tree of the release (``release(tree=...)``).
         count: the count column of a pre-aggregated ``truth`` (None: one row per record).

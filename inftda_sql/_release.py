@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import html
 import json
 import os
@@ -23,7 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
+from ._errors import Arg, SpecError
+from ._frames import convert
 from ._interrupts import Scope
 from ._request import ReleaseRequest
 from ._tables import html_table, text_table
@@ -51,7 +55,9 @@ class Release:
     """What a release made and spent. Printing it gives a readable summary.
 
     Attributes:
-        output: name of the private leaf table (non-zero cells; positive for InfTDA and CBDP).
+        output: name of the private leaf table (non-zero cells; positive for InfTDA and CBDP), or
+            None when the release was returned in memory only (``return_as=`` without
+            ``output=``).
         levels_view: name of the view with every level (or, for a feature release, every
             feature: ``<output>_features``) as sums of the leaves (or None).
         release_id: the row of this release in the ledger table ``inftda_releases``.
@@ -62,6 +68,10 @@ class Release:
         seeded: True if noise came from a test seed (NOT a private release).
         non_private: reasons why this release is not private (empty for a private one).
         diagnostics: facts about the private input (NOT private).
+        data: the released table (hierarchy or leaf columns and ``count``, as written) in the
+            form ``return_as`` asked for: a pandas or polars DataFrame or an Arrow table; None
+            when it was only written. :meth:`to_arrow`, :meth:`to_pandas` and :meth:`to_polars`
+            convert it.
 
     What is public and what is not: the released table, the budget and the per-level facts
     derived from released values may be shared. Times and diagnostics are for the data owner
@@ -71,7 +81,7 @@ class Release:
     :func:`~inftda_sql.ledger` leave out.
     """
 
-    output: str
+    output: str | None
     levels_view: str | None
     release_id: int
     input: str
@@ -88,13 +98,50 @@ class Release:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     """Facts about the private input for the data owner only (e.g. rows dropped by the
     contribution bound). NOT differentially private: never publish them."""
+    return_as: str | None = None
+    released: pa.Table | None = field(default=None, repr=False, compare=False)
+    """The released table as Arrow, when it was returned in memory (``return_as=``)."""
 
     @property
     def is_private(self) -> bool:
         return not self.non_private
 
+    @functools.cached_property
+    def data(self) -> Any:
+        """The released table in the form ``return_as`` asked for (converted once), or None."""
+        if self.released is None or self.return_as is None:
+            return None
+        return convert(self.released, self.return_as)
+
+    def to_arrow(self) -> pa.Table:
+        """The released table as an Arrow table (``return_as=`` must have been given)."""
+        if self.released is None:
+            raise SpecError(
+                "this release was written to ",
+                repr(self.output),
+                ", not returned in memory: read it with con.table(...).arrow(), or release with ",
+                Arg("return_as", "arrow"),
+                param="return_as",
+            )
+        return self.released
+
+    def to_pandas(self) -> Any:
+        """The released table as a pandas DataFrame (needs the ``pandas`` extra)."""
+        if self.return_as == "pandas":
+            return self.data
+        return convert(self.to_arrow(), "pandas")
+
+    def to_polars(self) -> Any:
+        """The released table as a polars DataFrame (needs the ``polars`` extra)."""
+        if self.return_as == "polars":
+            return self.data
+        return convert(self.to_arrow(), "polars")
+
     def relation(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        """The released table as a DuckDB relation."""
+        """The released table as a DuckDB relation (the written table, or the one returned in
+        memory)."""
+        if self.output is None:
+            return con.from_arrow(self.to_arrow())
         return con.table(self.output)
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,6 +151,7 @@ class Release:
             "release_id": self.release_id,
             "input": self.input,
             "output": self.output,
+            "returned_as": self.return_as,
             "levels_view": self.levels_view,
             "hierarchy": self.spec.as_dict(),
             "mechanism": self.mechanism,
@@ -174,7 +222,8 @@ class Release:
         if self.non_private:
             warn = "NOT PRIVATE: " + "; ".join(self.non_private) + "\n"
         lines = [
-            f"{warn}release #{self.release_id}: {self.input} -> {self.output} "
+            f"{warn}release #{self.release_id}: {self.input} -> "
+            f"{self.output if self.output is not None else f'(in memory, {self.return_as})'} "
             f"({self.mechanism}, {self._shape()}, {self.accounting.privacy} DP)",
             self._budget_line(),
         ]
@@ -205,7 +254,7 @@ class Release:
 
 def release(
     con: duckdb.DuckDBPyConnection,
-    table: str | os.PathLike[str] | duckdb.DuckDBPyRelation,
+    table: str | os.PathLike[str] | duckdb.DuckDBPyRelation | pa.Table | Any,
     /,
     *,
     hierarchy: Sequence[str] | Sequence[Sequence[str]] | None = None,
@@ -233,6 +282,7 @@ def release(
     levels_view: bool = True,
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Callable[[LevelStats], None] | None = None,
+    return_as: str | None = None,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -242,10 +292,15 @@ def release(
     in the ledger table ``inftda_releases``, atomically. The input is never modified.
 
     Args:
-        con: an open DuckDB connection (read-write).
-        table: input table or view name, a DuckDB relation, or a parquet/CSV file: a path or
-            glob (``"od.parquet"``, ``"flows_*.csv"``, a ``pathlib.Path``), read directly and
-            charged to its resolved absolute path (a glob to each file it matches).
+        con: an open DuckDB connection (read-write: the ledger row is always written).
+        table: input table or view name, a DuckDB relation of ``con``, a parquet/CSV file: a
+            path or glob (``"od.parquet"``, ``"flows_*.csv"``, a ``pathlib.Path``), read
+            directly and charged to its resolved absolute path (a glob to each file it
+            matches), or a data frame: a pandas or polars DataFrame or an Arrow table, read
+            where it lies (a temporary view of the connection, dropped afterwards; zero-copy
+            where DuckDB can). A data frame is not a table of the database, so it is refused
+            while the database stores budgets (see :func:`set_budget`;
+            ``budget_override=True`` lets it through, recorded).
         hierarchy: one chain of columns coarse to fine (``["region", "province", "mun"]``) or a
             list of chains (``[["o_region", "o_mun"], ["d_region", "d_mun"]]``).
         features: for ``mechanism="cbdp"`` instead of ``hierarchy``: the GROUP BY column sets
@@ -256,12 +311,12 @@ def release(
             ``delta``) the noise is discrete Laplace (pure epsilon-DP, as the paper); with
             ``rho`` or ``epsilon`` and ``delta`` it is discrete Gaussian (zCDP).
         domain: the PUBLIC categories listing every valid path: a table/view name, a
-            parquet/CSV file, a relation or a mapping ``{column: [values...]}``. One domain
-            serves every chain: each reads the columns of its own names, or those one common
-            prefix leads to (``o_region`` -> ``region``); :class:`~inftda_sql.Domain` maps the
-            others (``Domain("geo", columns={"home": "msoa"})``). Or a list with one domain
-            per chain. For features: one table of every leaf cell, or a list of tables whose
-            product is the domain, columns named as the features'.
+            parquet/CSV file, a relation, a data frame or a mapping ``{column: [values...]}``.
+            One domain serves every chain: each reads the columns of its own names, or those
+            one common prefix leads to (``o_region`` -> ``region``); :class:`~inftda_sql.Domain`
+            maps the others (``Domain("geo", columns={"home": "msoa"})``). Or a list with one
+            domain per chain. For features: one table of every leaf cell, or a list of tables
+            whose product is the domain, columns named as the features'.
         tree: ``"chain"``/``"sequential"`` (chains refined in order; default) or, for two chains
             (origin, destination), ``"destination"`` or ``"origin"``.
         structure: CBDP only: ``"flat"`` (the features themselves, default) or
@@ -284,7 +339,13 @@ def release(
             the budget, a list (one per noised feature) or ``{feature: weight}``.
         count: name of the count column of a pre-aggregated input.
         output: output table (default ``<table>_private``, for a file ``<file name>_private``);
-            ``overwrite=True`` replaces it.
+            ``overwrite=True`` replaces it. With ``return_as=`` and no ``output`` nothing is
+            written but the ledger row (in memory only; a feature release needs ``output``).
+        return_as: also return the released table in memory as ``Release.data``:
+            ``"arrow"`` (an Arrow table), ``"pandas"`` or ``"polars"`` (a DataFrame; needs the
+            ``pandas``/``polars`` extra). It has the columns and rows of the written table.
+            Default: None for a named input, a file or a relation; for a data frame, a data
+            frame of the same kind (unless ``output=`` is given).
         mechanism: ``"inftda"`` (default), or a baseline to compare with: ``"vanilla_gauss"``,
             ``"stability_histogram"`` ((epsilon, delta)-DP: needs epsilon and delta),
             ``"tda_l2"``, ``"tda_linf_solver"`` (needs the ``solver`` extra) or
@@ -349,6 +410,7 @@ def release(
         budget_override=budget_override,
         levels_view=levels_view,
         max_cells=max_cells,
+        return_as=return_as,
     )
     with Scope():  # Ctrl-C after the commit waits for the cleanup (see _interrupts)
         return _run(con, request, progress, t_start)
@@ -399,6 +461,7 @@ def _run(
                 (stages.seconds, [lv.seconds for lv in result.levels]),
             )
             record = engine.write(result, record)
+            released = engine.released_table(result) if request.return_as else None
     return Release(
         output=request.output,
         levels_view=request.levels_view,
@@ -415,6 +478,8 @@ def _run(
         diagnostics=dict(scan.diagnostics),
         guarantee=request.guarantee,
         mechanism_params=record_parameters(request, accounting),
+        return_as=request.return_as,
+        released=released,
     )
 
 
@@ -477,6 +542,7 @@ def _release_features(
                 ),
             )
             record = engine.write_features(lattice, result, record)
+            released = engine.read_features_output() if request.return_as else None
     timings = stages.done(time.perf_counter() - t_start)
     return Release(
         output=request.output,
@@ -494,6 +560,8 @@ def _release_features(
         diagnostics=dict(scan.diagnostics),
         guarantee=request.guarantee,
         mechanism_params=dict(result.parameters),
+        return_as=request.return_as,
+        released=released,
     )
 
 
@@ -554,7 +622,7 @@ def _record(
         release_id=0,
         created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         input_table=input_table,
-        output_table=request.output,
+        output_table=request.output_description,
         hierarchy=json.dumps(spec.as_dict()),
         tree=spec.tree if isinstance(spec, TreeSpec) else "features",
         domain_source=domain_source,

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ._errors import Arg, DomainError, InternalError, Part, SpecError, Spelling
+from ._frames import FORMS, frame_kind, frame_label, require
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.domains import Domain
 from .core.features import FeatureSpec, parse_features
@@ -140,12 +141,13 @@ class ReleaseRequest:
     contribution: int
     distinct: bool
     count: str | None
-    output: str
+    output: str | None
     levels_view: str | None
     overwrite: bool
     budget_override: bool
     max_cells: int
     source: RandomSource
+    return_as: str | None = None
 
     @property
     def tree(self) -> TreeSpec:
@@ -168,7 +170,7 @@ class ReleaseRequest:
 
     @property
     def input_name(self) -> str | None:
-        """The input's name (or file path) as given, or None for a relation."""
+        """The input's name (or file path) as given, or None for a relation or data frame."""
         path = file_spelling(self.table)
         if path is not None:
             return path
@@ -177,7 +179,18 @@ class ReleaseRequest:
     @property
     def input_description(self) -> str:
         name = self.input_name
-        return "<relation>" if name is None else name
+        if name is not None:
+            return name
+        kind = frame_kind(self.table)
+        return "<relation>" if kind is None else f"<{frame_label(kind)}>"
+
+    @property
+    def output_description(self) -> str:
+        """The output table's name, or what the ledger records for a release returned in memory
+        only (``return_as=`` without ``output=``)."""
+        if self.output is not None:
+            return self.output
+        return f"(not written: returned as {self.return_as})"
 
     @classmethod
     def from_args(
@@ -208,6 +221,7 @@ class ReleaseRequest:
         budget_override: bool,
         levels_view: bool,
         max_cells: object,
+        return_as: object = None,
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them.
 
@@ -264,7 +278,24 @@ class ReleaseRequest:
                 ", not both",
                 param="domain",
             )
-        if output is None:
+        if return_as is not None and return_as not in FORMS:
+            raise SpecError(
+                f"return_as must be one of {', '.join(map(repr, FORMS))} or None, got "
+                f"{return_as!r}",
+                param="return_as",
+            )
+        if output is None and return_as is None:
+            kind = frame_kind(table)
+            if kind is not None:  # a data frame in, the same kind of data frame out
+                return_as = kind
+        if output is None and return_as is not None and isinstance(spec, FeatureSpec):
+            raise SpecError(
+                "a feature release is returned by reading back the table it writes, so pass ",
+                Arg("output"),
+                f" (a table to write it to) with return_as={return_as!r}",
+                param="output",
+            )
+        if output is None and return_as is None:
             path = file_spelling(table)
             if path is not None:
                 output = f"{file_stem(path)}_private"  # od.parquet -> od_private
@@ -272,9 +303,16 @@ class ReleaseRequest:
                 output = f"{table}_private"
             else:
                 raise SpecError(
-                    Arg("output"), " is required when the input is a relation", param="output"
+                    "the input is a relation, so pass ",
+                    Arg("output"),
+                    " (a table to write the release to), or ",
+                    Arg("return_as", "arrow"),
+                    " (or 'pandas', 'polars') to get it back in memory",
+                    param="output",
                 )
-        if not isinstance(output, str) or not _is_name(output):
+        if return_as in ("pandas", "polars"):
+            require(str(return_as))  # before any work
+        if output is not None and (not isinstance(output, str) or not _is_name(output)):
             raise SpecError(
                 f"output must be a table name (table, schema.table or database.schema.table), "
                 f"got {output!r}",
@@ -299,13 +337,14 @@ class ReleaseRequest:
             output=output,
             levels_view=(
                 f"{output}_{'features' if isinstance(spec, FeatureSpec) else 'levels'}"
-                if levels_view
+                if levels_view and output is not None
                 else None
             ),
             overwrite=bool(overwrite),
             budget_override=bool(budget_override),
             max_cells=cells,
             source=source,
+            return_as=None if return_as is None else str(return_as),
         )
 
     def account(self, chains: Sequence[ChainTree] | None = None) -> Accounting:

@@ -44,3 +44,7 @@ SELECT CASE grouping($cols) $cases END AS feature,
        sum("count")::BIGINT AS "count"
 FROM $output
 GROUP BY GROUPING SETS ($sets)
+
+-- name: read_back
+-- The released leaf table as written (release(return_as=...) of a feature release).
+SELECT * FROM $output ORDER BY $order

@@ -210,7 +210,7 @@ def _build_demo(path: Path, args: argparse.Namespace) -> tuple[tuple[Any, Any], 
                 progress=progress,
             )
         print(r)
-        o_mun, d_mun = rows(con, render("demo.top_flow", released=ident(r.output)))[0]
+        o_mun, d_mun = rows(con, render("demo.top_flow", released=ident("trips_private")))[0]
         return (o_mun, d_mun), storage_version(con)
     finally:
         con.close()

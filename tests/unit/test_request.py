@@ -95,10 +95,35 @@ def test_non_private_reasons() -> None:
 
 def test_a_relation_needs_an_output() -> None:
     relation = object()
-    with pytest.raises(SpecError, match=r"^output= is required when the input is a relation$"):
+    with pytest.raises(SpecError, match=r"^the input is a relation, so pass output= \(") as err:
         _request(relation)
+    assert "return_as='arrow'" in str(err.value) and err.value.param == "output"
     req = _request(relation, output="out")
     assert req.input_name is None and req.input_description == "<relation>"
+    assert req.output == "out" and req.return_as is None
+
+
+def test_return_as_without_output_writes_no_table() -> None:
+    req = _request("trips", return_as="arrow")
+    assert req.output is None and req.levels_view is None and req.return_as == "arrow"
+    assert req.output_description == "(not written: returned as arrow)"
+    both = _request("trips", return_as="arrow", output="out")
+    assert both.output == "out" and both.levels_view == "out_levels"
+    assert _request("trips").output == "trips_private"  # the default is unchanged
+    with pytest.raises(SpecError, match="return_as must be one of 'arrow', 'pandas', 'polars'"):
+        _request("trips", return_as="numpy")
+
+
+def test_a_data_frame_comes_back_as_one_by_default() -> None:
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({"region": ["N"], "city": ["a"]})
+    req = _request(frame)
+    assert req.output is None and req.return_as == "pandas"
+    assert req.input_description == "<pandas DataFrame>"
+    assert _request(pa.table({"a": [1]})).return_as == "arrow"
+    written = _request(frame, output="out")
+    assert written.output == "out" and written.return_as is None
 
 
 # Each check, and the checks that come after it: with the faults of rows i..n all present,

@@ -17,8 +17,10 @@ Every name the package is given (a release's input, domains and output, ``set_bu
   which DuckDB resolves in the view's schema, so ``trips`` there may be ``s.trips``.)
 * :func:`resolve_target` places an output: the database and schema ``CREATE TABLE`` would use,
   which must exist and be writable, and the object already there, if any.
-* :func:`resolve_source` turns a name, a file, a relation or a ``{column: [values]}`` mapping
-  into a :class:`Source`: SQL to read, columns, and its :class:`Resolved` identity.
+* :func:`resolve_source` turns a name, a file, a relation, a data frame (pandas, polars, Arrow)
+  or a ``{column: [values]}`` mapping into a :class:`Source`: SQL to read, columns, and its
+  :class:`Resolved` identity. Relations, data frames and mappings are registered as a TEMPORARY
+  view of the connection (never a view of the database), dropped when the caller is done.
 
 **Files are base tables too.** A parquet or CSV file named by its path (:func:`file_spelling`:
 a ``pathlib.Path``, or a string with a path separator, a glob character or a ``.parquet``,
@@ -47,6 +49,7 @@ import duckdb
 import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InftdaError, InputDataError, InternalError, SpecError
+from ..._frames import frame_kind, frame_label, not_a_frame_hint
 from . import compile as _compile
 from .compile import describe, drop_temp_view
 from .sql import ident, render, rows, run, scalar
@@ -61,6 +64,7 @@ __all__ = [
     "Target",
     "base_tables",
     "check_domain_types",
+    "check_ledger_writable",
     "check_scalar_type",
     "count_column",
     "drop_temp",
@@ -186,10 +190,11 @@ class Resolved:
 
     ``kind`` is ``"table"``, ``"view"``, ``"temp table"``, ``"temp view"``, ``"relation"``
     (a relation or declared values: ``ref`` is None), ``"parquet file"`` or ``"CSV file"``
-    (``spelling`` is then the absolute path or glob, ``files`` the files it names). ``reads``
-    are the base tables read (through views), ``outside`` what is read from outside the catalog
-    (files read through a view or relation, Arrow tables, data frames), by plan operator.
-    ``home`` is the database that holds the ledger.
+    (``spelling`` is then the absolute path or glob, ``files`` the files it names), or a data
+    frame's label (``"pandas DataFrame"``, ``"polars DataFrame"``, ``"Arrow table"``; ``ref`` is
+    None). ``reads`` are the base tables read (through views), ``outside`` what is read from
+    outside the catalog (files read through a view or relation, Arrow tables, data frames), by
+    plan operator. ``home`` is the database that holds the ledger.
     """
 
     spelling: str
@@ -417,6 +422,20 @@ def resolve_target(
     if existing:
         return Target(name, existing[0][0], existing[0][1])
     return Target(name, TableRef(database, schemas[0], parts[-1]), None)
+
+
+def check_ledger_writable(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse a release that would write no table when its ledger row cannot be written: every
+    release is recorded in the database that holds the ledger (the current one)."""
+    home = home_database(con)
+    found = _databases(con).get(home.lower())
+    if found is not None and found[1]:
+        raise InputDataError(
+            f"database {home!r} is open read-only, so the ledger row of this release cannot be "
+            "recorded (every release is, even one returned in memory only); connect without "
+            "read_only=True",
+            param="return_as",
+        )
 
 
 def existing(con: duckdb.DuckDBPyConnection, ref: TableRef) -> str | None:
@@ -729,12 +748,13 @@ def resolve_source(
     error: type[InftdaError] = InputDataError,
     param: str | None = None,
 ) -> Source:
-    """Turn a table/view name, a file path, a DuckDB relation or a column mapping into a
-    :class:`Source`.
+    """Turn a table/view name, a file path, a DuckDB relation, a data frame or a column mapping
+    into a :class:`Source`.
 
     ``role`` names the argument in messages (``"input table"``, ``"domain of chain 1"``).
-    Files are read by their resolved paths (:func:`resolve_files`); relations and mappings
-    become a temporary view or registered Arrow table ``temp_name``, which the caller drops.
+    Files are read by their resolved paths (:func:`resolve_files`); relations, data frames
+    (pandas, polars, Arrow) and mappings are registered as the temporary view ``temp_name`` of
+    this connection, which the caller drops (:func:`drop_temp`).
     """
     path = file_spelling(obj)
     if path is not None:
@@ -752,15 +772,17 @@ def resolve_source(
         resolved = resolve(con, obj, ref, kind, ref.sql)
         return _source(con, ref.sql, f"{resolved.kind} {obj!r}", resolved)
     if isinstance(obj, duckdb.DuckDBPyRelation):
-        try:
-            obj.create_view(temp_name, replace=True)
-        except duckdb.Error as exc:
-            raise error(
-                f"{role}: the DuckDB relation cannot be used here ({exc})", param=param
-            ) from exc
+        _register(con, temp_name, obj, role, error, param)
         sql = ident(temp_name)
         resolved = resolve(con, "<relation>", None, "relation", sql)
         return _source(con, sql, f"the {role} relation", resolved, temp_name)
+    frame = frame_kind(obj)
+    if frame is not None:
+        label = frame_label(frame)
+        _register(con, temp_name, obj, role, error, param)
+        sql = ident(temp_name)
+        resolved = resolve(con, f"<{label}>", None, label, sql)
+        return _source(con, sql, f"the {role} ({label})", resolved, temp_name)
     if isinstance(obj, Mapping):
         data = {}
         for col, values in obj.items():
@@ -788,11 +810,43 @@ def resolve_source(
         sql = ident(temp_name)
         resolved = resolve(con, "<declared values>", None, "relation", sql)
         return _source(con, sql, f"the declared {role}", resolved, temp_name)
+    instead = not_a_frame_hint(obj)
     raise error(
-        f"{role} must be a table or view name, a parquet/CSV file, a DuckDB relation or a "
-        f"mapping {{column: [values]}}; got {type(obj).__name__}",
+        f"{role} must be a table or view name, a parquet/CSV file, a DuckDB relation, a pandas "
+        f"or polars DataFrame, an Arrow table or a mapping {{column: [values]}}; got "
+        f"{type(obj).__name__}" + (f": {instead}" if instead else ""),
         param=param,
     )
+
+
+def _register(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    obj: object,
+    role: str,
+    error: type[InftdaError],
+    param: str | None,
+) -> None:
+    """Register a relation or data frame as the TEMPORARY view ``name`` of this connection (never
+    a view of the database: nothing is written to its catalog, and it goes with the connection
+    even if the release is interrupted before :func:`drop_temp`)."""
+    try:
+        con.register(name, obj)
+    except duckdb.Error as exc:
+        text = str(exc).strip()
+        first = (text.splitlines() or [type(exc).__name__])[0]
+        if not isinstance(obj, duckdb.DuckDBPyRelation):
+            raise error(f"{role}: DuckDB cannot read it ({first})", param=param) from exc
+        if "another database" in text:
+            raise error(
+                f"{role}: the DuckDB relation was made on a connection to another database, so "
+                "this connection cannot read it; make it from this connection (con.table(...), "
+                "con.sql(...)), or pass its rows (relation.arrow())",
+                param=param,
+            ) from exc
+        raise error(
+            f"{role}: the DuckDB relation cannot be used here ({first})", param=param
+        ) from exc
 
 
 def drop_temp(con: duckdb.DuckDBPyConnection, source: Source | None) -> None:

@@ -677,6 +677,11 @@ def feature_output(names: TempNames, lattice: Lattice, output_sql: str) -> str:
     )
 
 
+def feature_read_back(spec: FeatureSpec, output_sql: str) -> str:
+    """The released leaf table as written, in its order (for ``return_as=``)."""
+    return render("features.read_back", output=output_sql, order=_cols(spec.leaf.columns))
+
+
 def features_view(spec: FeatureSpec, view_sql: str, output_sql: str) -> str:
     """A view with every feature's released counts (``feature`` names it) as leaf sums."""
     all_cols = spec.columns

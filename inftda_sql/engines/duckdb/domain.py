@@ -28,7 +28,7 @@ from . import compile as _compile
 from .catalog import Source
 from .sql import arrow, rows
 
-__all__ = ["build_chain", "chain_source"]
+__all__ = ["build_chain", "chain_source", "code_chain"]
 
 
 def chain_source(
@@ -71,6 +71,21 @@ def build_chain(
     ``hierarchy`` (every chain) lets a domain that is not nested because its chain was given
     fine to coarse suggest the hierarchy to type instead.
     """
+    return code_chain(con, names, index, chain, domain_sql, types, role, hierarchy)[0]
+
+
+def code_chain(
+    con: duckdb.DuckDBPyConnection,
+    names: _compile.TempNames,
+    index: int,
+    chain: Sequence[str],
+    domain_sql: str,
+    types: Sequence[str],
+    role: str,
+    hierarchy: Sequence[Sequence[str]] | None = None,
+) -> tuple[ChainTree, pa.Table]:
+    """:func:`build_chain`, also returning the code table: one row per distinct path, sorted, so
+    the row of a leaf is its code (the chain's columns, then one code column per depth)."""
     try:
         paths = arrow(con, _compile.domain_paths(chain, domain_sql, types))
     except duckdb.ConversionException as exc:
@@ -106,7 +121,7 @@ def build_chain(
     # Registered, not copied: DuckDB joins the Arrow table in place for the rest of the release
     # (the caller unregisters it).
     con.register(names.codes(index), table)
-    return coded.tree
+    return coded.tree, table
 
 
 def _nesting_error(

@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from types import TracebackType
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
 from ..._interrupts import critical
@@ -26,6 +29,7 @@ from .catalog import (
     TableRef,
     Target,
     check_domain_types,
+    check_ledger_writable,
     check_scalar_type,
     count_column,
     drop_temp,
@@ -35,7 +39,7 @@ from .catalog import (
     resolve_source,
     resolve_target,
 )
-from .domain import build_chain, chain_source
+from .domain import chain_source, code_chain
 from .ledger import (
     LIBRARY_TABLES,
     ReleaseRecord,
@@ -44,7 +48,7 @@ from .ledger import (
     stored_budgets,
 )
 from .scan import level_counts, scan
-from .sql import run
+from .sql import arrow, run
 from .write import begin_transaction, write_release
 
 __all__ = ["DuckDBEngine", "check_targets"]
@@ -71,6 +75,7 @@ class DuckDBEngine:
         self._count_is_integer = True
         self._domain_sql: list[str] = []
         self._domain_desc: list[str] = []
+        self._code_tables: list[pa.Table] = []
 
     def __enter__(self) -> DuckDBEngine:
         return self
@@ -108,7 +113,10 @@ class DuckDBEngine:
         with critical():  # Ctrl-C between the two would leave the probe's transaction open
             begin_transaction(self.con)
             run(self.con, "ROLLBACK")
-        self._output = resolve_target(self.con, req.output)
+        if req.output is not None:
+            self._output = resolve_target(self.con, req.output)
+        else:  # returned in memory: the ledger row is still written, to this database
+            check_ledger_writable(self.con)
         if req.levels_view:
             self._view = resolve_target(self.con, req.levels_view)
         inp = resolve_source(
@@ -204,15 +212,37 @@ class DuckDBEngine:
     def code_domains(self) -> list[ChainTree]:
         spec, inp = self.request.tree, self.input
         trees = []
+        self._code_tables = []
         for c, chain in enumerate(spec.chains):
             role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
             types = [join_type(inp.columns[col.lower()]) for col in chain]
-            trees.append(
-                build_chain(
-                    self.con, self.names, c, chain, self._domain_sql[c], types, role, spec.chains
-                )
+            tree, table = code_chain(
+                self.con, self.names, c, chain, self._domain_sql[c], types, role, spec.chains
             )
+            trees.append(tree)
+            self._code_tables.append(table)
         return trees
+
+    def released_table(self, result: TopDownResult) -> pa.Table:
+        """The released leaf cells as an Arrow table: the hierarchy columns (named and typed as
+        the written table's) and ``count``, in the written table's order (by the hierarchy
+        columns). Decoded from the code tables in memory: a leaf's code is its row there."""
+        spec = self.request.tree
+        if len(self._code_tables) != len(spec.chains):
+            raise SpecError("the domain is not coded yet: call code_domains() first")
+        codes = [np.asarray(c, dtype=np.int64) for c in result.codes]
+        order: npt.NDArray[np.intp] | None = None
+        if not _lexsorted(codes):
+            order = np.lexsort(codes[::-1])
+        columns: dict[str, pa.ChunkedArray | pa.Array | I64] = {}
+        for c, chain in enumerate(spec.chains):
+            leaf = codes[c] if order is None else codes[c][order]
+            decoded = self._code_tables[c].select(list(range(len(chain)))).take(leaf)
+            for name, column in zip(chain, decoded.columns, strict=True):
+                columns[name] = column
+        counts = np.asarray(result.counts, dtype=np.int64)
+        columns["count"] = counts if order is None else counts[order]
+        return pa.table(columns)
 
     def scan(self) -> Scan:
         req = self.request
@@ -233,8 +263,10 @@ class DuckDBEngine:
         return level_counts(self.con, self.names, self.request.tree, level, strides)
 
     def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
+        """Write the released table (unless the release is returned in memory only) and the
+        ledger row, atomically."""
         req = self.request
-        if self._output is None:
+        if self._output is None and req.output is not None:
             raise SpecError("the output is not resolved yet: call prepare() first")
         return write_release(
             self.con,
@@ -327,6 +359,15 @@ class DuckDBEngine:
             budget_override=req.budget_override,
         )
 
+    def read_features_output(self) -> pa.Table:
+        """The released leaf table of a feature release as written (after :meth:`write_features`),
+        for ``return_as=``."""
+        if self._output is None:
+            raise SpecError("the output is not resolved yet: call prepare() first")
+        return arrow(
+            self.con, _compile.feature_read_back(self.request.features, self._output.ref.sql)
+        )
+
     def close(self) -> None:
         """Drop every temporary object of the release. Ctrl-C waits for it (a half-done cleanup
         would leave objects behind, and DuckDB would report the interrupt as an error that the
@@ -415,3 +456,15 @@ def check_targets(
                 Arg("output"),
                 param="output",
             )
+
+
+def _lexsorted(columns: list[I64]) -> bool:
+    """Whether the rows of ``columns`` are in lexicographic order (first column first)."""
+    if not columns or columns[0].size < 2:
+        return True
+    before = np.zeros(columns[0].size - 1, dtype=bool)
+    tied = np.ones(columns[0].size - 1, dtype=bool)
+    for column in columns:
+        before |= tied & (column[:-1] < column[1:])
+        tied &= column[:-1] == column[1:]
+    return bool(np.all(before | tied))

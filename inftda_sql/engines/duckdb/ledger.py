@@ -29,7 +29,8 @@ from typing import Any
 
 import duckdb
 
-from ..._errors import Arg, BudgetError, SpecError
+from ..._errors import Arg, BudgetError, Func, SpecError
+from ..._frames import is_frame_label
 from ...core.accounting import COMPOSES_IN_RHO, Budget, budget_verdict
 from .catalog import (
     LIBRARY_PREFIX,
@@ -406,7 +407,21 @@ def check_budget(
     notes = []
     if source.outside:
         what = ", ".join(source.outside)
+        frame = is_frame_label(source.kind)  # a data frame, read where it lies
         if not override:
+            if frame:
+                raise BudgetError(
+                    f"this database stores privacy budgets ({BUDGET_TABLE}), but the input is a "
+                    f"{source.kind}, not a table of this database, so what the release spends "
+                    "cannot be charged to a budget (and the frame may hold rows of a table that "
+                    "has one); load it into a table (CREATE TABLE t AS SELECT * FROM df), give "
+                    "that table a budget with ",
+                    Func("set_budget", command="budget"),
+                    " if it needs one, and release it by name; or pass ",
+                    Arg("budget_override", True),
+                    " (recorded in the ledger)",
+                    param="budget_override",
+                )
             raise BudgetError(
                 f"this database stores privacy budgets ({BUDGET_TABLE}), but the input reads data "
                 f"from outside its tables ({what}), so what the release spends cannot be charged "
@@ -417,6 +432,8 @@ def check_budget(
                 " (recorded in the ledger)",
                 param="budget_override",
             )
+        if frame:
+            what = f"a {source.kind}"
         notes.append(f"budget override: input reads {what}, not charged to a table")
     found = charges(con)
     for key in source.keys:

@@ -114,9 +114,12 @@ def _example(values: Sequence[object], cols: Sequence[str]) -> str:
 
 def _see_rows(inp: Source, condition: str) -> str:
     """How the data owner lists the rows for which ``condition`` holds: a query on a named
-    input, a filter on a relation (whose temporary view is gone once the release fails)."""
+    input, a filter on a relation or a query on a data frame (whose temporary view is gone once
+    the release fails)."""
     if inp.temp_view is None:
         return f"see them with: {_compile.offending_rows(inp.sql, condition)}"
+    if inp.resolved.kind != "relation":  # a data frame: DuckDB reads it by its variable name
+        return f"see them with: duckdb.sql({f'SELECT * FROM df WHERE {condition}'!r}) (df: yours)"
     return f"see them with: <your relation>.filter({condition!r})"
 
 

@@ -132,7 +132,7 @@ def write_release(
     spec: TreeSpec,
     result: TopDownResult,
     *,
-    output: Target,
+    output: Target | None,
     view: Target | None,
     overwrite: bool,
     record: ReleaseRecord,
@@ -142,13 +142,17 @@ def write_release(
     budget_override: bool,
 ) -> ReleaseRecord:
     """Check the budget again, write the release and its ledger row atomically; return the
-    ledger row as written (its ``release_id`` is assigned here, inside the transaction)."""
+    ledger row as written (its ``release_id`` is assigned here, inside the transaction).
+
+    Without ``output`` (a release returned in memory only) no table is written, but the budget
+    check and the ledger row are the same: every release spends budget."""
     released = pa.table(
         {**{f"__leaf{c}": codes for c, codes in enumerate(result.codes)}, "count": result.counts}
     )
     try:
         with atomic(con, "the release"):
-            con.register(names.released, released)
+            if output is not None:
+                con.register(names.released, released)
             ensure_tables(con, LEDGER_TABLE)
             note = check_budget(con, source, budget, guarantee, override=budget_override)
             if note and note not in record.non_private:
@@ -167,9 +171,10 @@ def write_release(
                             param="output",
                         )
                     run(con, _compile.drop_object(kind, target.ref.sql))
-            run(con, _compile.write_output(names, spec, output.ref.sql))
-            if view is not None:
-                run(con, _compile.levels_view(spec, view.ref.sql, output.ref.sql))
+            if output is not None:
+                run(con, _compile.write_output(names, spec, output.ref.sql))
+                if view is not None:
+                    run(con, _compile.levels_view(spec, view.ref.sql, output.ref.sql))
             record = dataclasses.replace(
                 record, release_id=next_release_id(con), base_tables=list(source.keys)
             )

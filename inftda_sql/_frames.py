@@ -1,0 +1,121 @@
+"""Data frames in and out: pandas and polars DataFrames and Arrow tables.
+
+A data frame is read by DuckDB where it lies (registered as a temporary view, zero-copy for
+numeric and Arrow columns), and a released table comes back as Arrow and is converted to the
+form asked for. pandas and polars are optional dependencies (``pip install 'inftda-sql[pandas]'``,
+``'inftda-sql[polars]'``): they are never imported here unless the caller's object already comes
+from them or a result is asked for in their form.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pyarrow as pa
+
+from ._errors import Arg, SpecError
+
+__all__ = ["FORMS", "convert", "frame_kind", "frame_label", "is_frame_label", "not_a_frame_hint"]
+
+#: the forms a released table can be returned in (``release(return_as=...)``)
+FORMS = ("arrow", "pandas", "polars")
+
+_LABELS = {"arrow": "Arrow table", "pandas": "pandas DataFrame", "polars": "polars DataFrame"}
+
+
+def _module(name: str) -> Any:
+    """The module ``name`` if the caller's process has imported it already, else None."""
+    return sys.modules.get(name)
+
+
+def frame_kind(obj: object) -> str | None:
+    """``"pandas"``, ``"polars"`` or ``"arrow"`` for a data frame or Arrow table, else None.
+
+    Nothing is imported: an object can only be a pandas (polars) DataFrame if pandas (polars)
+    is loaded already.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> frame_kind(pa.table({"a": [1]})), frame_kind("trips")
+        ('arrow', None)
+    """
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        return "arrow"
+    pd = _module("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        return "pandas"
+    pl = _module("polars")
+    if pl is not None and isinstance(obj, pl.DataFrame):
+        return "polars"
+    return None
+
+
+def frame_label(kind: str) -> str:
+    """How messages and the ledger name a frame kind: ``pandas DataFrame``."""
+    return _LABELS[kind]
+
+
+def is_frame_label(kind: str) -> bool:
+    """Whether a source's kind (see :class:`~inftda_sql.engines.duckdb.catalog.Resolved`) is a
+    data frame's label, not a table, view, file or relation."""
+    return kind in _LABELS.values()
+
+
+def not_a_frame_hint(obj: object) -> str | None:
+    """For objects close to a data frame that cannot be read as one (they can be read only once,
+    or are one column), what to pass instead; None for anything else."""
+    name = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
+    hints = {
+        "polars.LazyFrame": "collect it first: lazy_frame.collect()",
+        "pyarrow.RecordBatchReader": "it can be read only once; pass reader.read_all()",
+        "pandas.Series": "pass series.reset_index() (a DataFrame), or use "
+        "inftda_sql.pandas.inf_tda(series, ...) for a Series with a MultiIndex",
+        "polars.Series": "pass series.to_frame()",
+    }
+    return hints.get(name)
+
+
+def _install(kind: str) -> str:
+    return f"pip install 'inftda-sql[{kind}]'"
+
+
+def require(kind: str, *, param: str | None = "return_as") -> Any:
+    """Import pandas or polars, or a SpecError that names the extra that installs it."""
+    try:
+        if kind == "pandas":
+            import pandas
+
+            return pandas
+        import polars
+
+        return polars
+    except ImportError as exc:
+        missing = f"{kind}, an optional dependency that is not installed: {_install(kind)}"
+        if param is None:
+            raise ImportError(f"this needs {missing}") from exc
+        raise SpecError(
+            Arg(param, kind), f" needs {missing}; or pass ", Arg(param, "arrow"), param=param
+        ) from exc
+
+
+def convert(table: pa.Table, kind: str) -> Any:
+    """``table`` as an Arrow table, a pandas DataFrame or a polars DataFrame.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> convert(pa.table({"a": [1]}), "arrow").num_rows
+        1
+    """
+    if kind == "arrow":
+        return table
+    if kind == "pandas":
+        require("pandas")
+        return table.to_pandas()
+    if kind == "polars":
+        pl = require("polars")
+        return pl.from_arrow(table)
+    raise SpecError(
+        f"return_as must be one of {', '.join(map(repr, FORMS))} or None, got {kind!r}",
+        param="return_as",
+    )

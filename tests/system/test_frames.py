@@ -1,0 +1,272 @@
+"""Data frames in and out (issue 14): pandas and polars DataFrames and Arrow tables as inputs and
+domains of release() and evaluate(), released tables returned in memory, and the temporary
+registrations behind them (temporary, always dropped, refused from another database)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import inftda_sql
+from inftda_sql import BudgetError, DomainError, InputDataError, SpecError
+from tests.system.helpers import PERSONS, make_geo, make_persons
+
+pd = pytest.importorskip("pandas")
+pl = pytest.importorskip("polars")
+
+GEO = ["region", "province", "mun"]
+#: the exact release (rho = inf) of PERSONS: its positive leaf cells, in the written order
+EXACT = [
+    ("North", "N1", "n1a", 5),
+    ("North", "N2", "n2a", 3),
+    ("South", "S1", "s1a", 1),
+    ("South", "S1", "s1c", 7),
+]
+INF = float("inf")
+
+
+def _persons_frame() -> Any:
+    return pd.DataFrame(PERSONS, columns=GEO)
+
+
+def _geo_frame(con: duckdb.DuckDBPyConnection) -> Any:
+    return con.table("geo").df()
+
+
+def _rows(table: Any) -> list[tuple[Any, ...]]:
+    if isinstance(table, pa.Table):
+        return [tuple(r.values()) for r in table.to_pylist()]
+    if isinstance(table, pl.DataFrame):
+        return [tuple(r) for r in table.iter_rows()]
+    return [tuple(r) for r in table.itertuples(index=False)]
+
+
+def _leftovers(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """Every table or view a release left behind (temporary or not)."""
+    return con.execute(
+        "SELECT database_name, view_name, temporary FROM duckdb_views() "
+        "WHERE view_name LIKE '\\_\\_inftda%' ESCAPE '\\' "
+        "UNION ALL SELECT database_name, table_name, temporary FROM duckdb_tables() "
+        "WHERE table_name LIKE '\\_\\_inftda%' ESCAPE '\\'"
+    ).fetchall()
+
+
+@pytest.fixture
+def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    make_geo(con)
+    make_persons(con)
+    return con
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "cls"),
+    [
+        (lambda: _persons_frame(), "pandas", "DataFrame"),
+        (lambda: pl.from_pandas(_persons_frame()), "polars", "DataFrame"),
+        (lambda: pa.Table.from_pandas(_persons_frame(), preserve_index=False), "arrow", "Table"),
+    ],
+)
+def test_a_frame_in_is_the_same_kind_of_frame_out(
+    db: duckdb.DuckDBPyConnection, make: Any, kind: str, cls: str
+) -> None:
+    before = db.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
+    r = inftda_sql.release(db, make(), hierarchy=GEO, domain="geo", rho=INF)
+    assert r.output is None and r.levels_view is None and r.return_as == kind
+    assert type(r.data).__name__ == cls
+    assert _rows(r.data) == EXACT
+    assert list(r.data.columns if kind != "arrow" else r.data.column_names) == [*GEO, "count"]
+    assert _rows(r.to_arrow()) == _rows(r.to_pandas()) == _rows(r.to_polars()) == EXACT
+    assert r.data is r.data  # converted once
+    # nothing written but the ledger row, which says what the release was
+    assert db.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0] == (
+        before[0][0] + 1  # inftda_releases
+    )
+    row = db.execute(
+        "SELECT input_table, output_table, base_tables FROM inftda_releases"
+    ).fetchall()
+    label = {"pandas": "pandas DataFrame", "polars": "polars DataFrame", "arrow": "Arrow table"}
+    assert row == [(f"<{label[kind]}>", f"(not written: returned as {kind})", [])]
+    assert _leftovers(db) == []
+    assert f"(in memory, {kind})" in str(r)
+
+
+def test_a_frame_can_be_written_and_returned(db: duckdb.DuckDBPyConnection) -> None:
+    frame = _persons_frame()
+    written = inftda_sql.release(db, frame, hierarchy=GEO, domain="geo", rho=INF, output="out")
+    assert written.output == "out" and written.data is None
+    assert db.execute("SELECT * FROM out ORDER BY ALL").fetchall() == EXACT
+    with pytest.raises(SpecError, match=r"written to 'out', not returned in memory") as err:
+        written.to_arrow()
+    assert err.value.param == "return_as"
+    both = inftda_sql.release(
+        db, frame, hierarchy=GEO, domain="geo", rho=INF, output="out2", return_as="polars"
+    )
+    assert isinstance(both.data, pl.DataFrame) and _rows(both.data) == EXACT
+    assert db.execute("SELECT * FROM out2").fetchall() == EXACT  # same rows, same order
+    assert both.relation(db).fetchall() == EXACT
+
+
+def test_a_named_table_returned_in_memory_writes_no_table_but_spends_budget(
+    db: duckdb.DuckDBPyConnection,
+) -> None:
+    inftda_sql.set_budget(db, "persons", rho=0.75)
+    r = inftda_sql.release(db, "persons", hierarchy=GEO, domain="geo", rho=0.5, return_as="arrow")
+    assert r.output is None and isinstance(r.data, pa.Table)
+    assert db.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'persons_private'"
+    ).fetchall() == [(0,)]
+    assert db.execute("SELECT base_tables, rho FROM inftda_releases").fetchall() == [
+        (["main.persons"], 0.5)
+    ]
+    with pytest.raises(BudgetError, match=r"only rho=0\.25"):  # the budget saw the first
+        inftda_sql.release(db, "persons", hierarchy=GEO, domain="geo", rho=0.5, return_as="arrow")
+    # every released cell is positive, consistent with the (public) total
+    assert sum(r.data.column("count").to_pylist()) == len(PERSONS)
+
+
+def test_domains_may_be_frames(db: duckdb.DuckDBPyConnection) -> None:
+    geo = _geo_frame(db)
+    for domain in (geo, pl.from_pandas(geo), pa.Table.from_pandas(geo, preserve_index=False)):
+        r = inftda_sql.release(db, "persons", hierarchy=GEO, domain=domain, rho=INF, output="o",
+                               overwrite=True)  # fmt: skip
+        assert db.execute("SELECT * FROM o").fetchall() == EXACT
+        source = db.execute(
+            "SELECT domain_source FROM inftda_releases WHERE release_id = $id", {"id": r.release_id}
+        ).fetchall()[0][0]
+        assert "DataFrame" in source or "Arrow table" in source
+    missing = geo[geo["mun"] != "n1a"]  # a leaf of the data the domain does not list
+    with pytest.raises(DomainError, match="n1a"):
+        inftda_sql.release(db, "persons", hierarchy=GEO, domain=missing, rho=INF, output="o2")
+    assert _leftovers(db) == []
+
+
+def test_evaluate_takes_frames(db: duckdb.DuckDBPyConnection) -> None:
+    r = inftda_sql.release(db, _persons_frame(), hierarchy=GEO, domain="geo", rho=INF)
+    ev = inftda_sql.evaluate(db, _persons_frame(), r.data, hierarchy=GEO)
+    assert [row[4] for row in ev.fetchall()] == [0, 0, 0, 0]  # exact: no error at any level
+    polars_ev = inftda_sql.evaluate(db, pl.from_pandas(_persons_frame()), r.to_polars(),
+                                    hierarchy=GEO)  # fmt: skip
+    assert polars_ev.fetchall() == ev.fetchall()
+    assert _leftovers(db) == []
+
+
+def test_registrations_are_temporary_and_dropped(db: duckdb.DuckDBPyConnection) -> None:
+    """While a release runs, its relation and frame inputs are TEMPORARY views of the connection
+    (nothing in the database's catalog); afterwards, and after a failure, nothing is left."""
+    seen: list[list[tuple[Any, ...]]] = []
+
+    def look(_: object) -> None:
+        seen.append(_leftovers(db))
+
+    rel = db.table("persons").filter("region <> 'East'")
+    inftda_sql.release(db, rel, hierarchy=GEO, domain=_geo_frame(db), rho=0.5, output="o",
+                       progress=look)  # fmt: skip
+    during = {name.rsplit("_", 1)[-1]: (database, temp) for database, name, temp in seen[0]}
+    assert during["input"] == ("temp", True) and during["0"] == ("temp", True)  # domain_0
+    assert all(temp for _, _, temp in seen[0])
+    assert _leftovers(db) == []
+    bad = _persons_frame().assign(n=-1)
+    with pytest.raises(InputDataError, match="negative"):
+        inftda_sql.release(db, bad, hierarchy=GEO, domain="geo", rho=0.5, count="n")
+    assert _leftovers(db) == []
+
+
+def test_a_relation_of_a_file_database_writes_no_view_into_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.duckdb"
+    con = duckdb.connect(str(path))
+    make_geo(con)
+    make_persons(con)
+    kinds: list[list[tuple[Any, ...]]] = []
+    rel = con.sql("SELECT * FROM persons WHERE mun <> $m", params={"m": "zzz"})
+    r = inftda_sql.release(con, rel, hierarchy=GEO, domain="geo", rho=INF, return_as="arrow",
+                           progress=lambda _: kinds.append(_leftovers(con)))  # fmt: skip
+    assert _rows(r.data) == EXACT
+    assert kinds[0] and all(database == "temp" for database, _, _ in kinds[0])
+    assert con.execute("SELECT base_tables FROM inftda_releases").fetchall() == [
+        (["main.persons"],)
+    ]
+    con.close()
+    ro = duckdb.connect(str(path), read_only=True)
+    assert _leftovers(ro) == []
+    with pytest.raises(InputDataError, match="read-only, so the ledger row") as err:
+        inftda_sql.release(ro, "persons", hierarchy=GEO, domain="geo", rho=0.5,
+                           return_as="arrow")  # fmt: skip
+    assert err.value.param == "return_as"
+    ro.close()
+
+
+def test_a_relation_of_another_database_is_refused_clearly(
+    db: duckdb.DuckDBPyConnection,
+) -> None:
+    other = duckdb.connect()
+    make_geo(other)
+    make_persons(other)
+    with pytest.raises(InputDataError, match="made on a connection to another database") as err:
+        inftda_sql.release(db, other.table("persons"), hierarchy=GEO, domain="geo", rho=0.5,
+                           output="o")  # fmt: skip
+    assert err.value.param == "table" and "relation.arrow()" in str(err.value)
+    with pytest.raises(DomainError, match="another database") as derr:
+        inftda_sql.release(db, "persons", hierarchy=GEO, domain=other.table("geo"), rho=0.5)
+    assert derr.value.param == "domain"
+    with pytest.raises(InputDataError, match="another database"):
+        inftda_sql.evaluate(db, other.table("persons"), "persons", hierarchy=GEO)
+    assert _leftovers(db) == [] and _leftovers(other) == []
+    assert db.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = "
+                      "'inftda_releases'").fetchall() == [(0,)]  # fmt: skip
+    other.close()
+    # a cursor is another connection to the SAME database: its relations are fine
+    r = inftda_sql.release(db, db.cursor().table("persons"), hierarchy=GEO, domain="geo",
+                           rho=INF, return_as="arrow")  # fmt: skip
+    assert _rows(r.data) == EXACT
+
+
+def test_a_frame_is_refused_while_budgets_are_stored(db: duckdb.DuckDBPyConnection) -> None:
+    """A frame may hold rows of a budgeted table (con.table(...).df()): it cannot be charged,
+    so while any budget is stored it needs an override, recorded as not private."""
+    inftda_sql.set_budget(db, "persons", rho=2.0)
+    frame = db.table("persons").df()
+    with pytest.raises(BudgetError, match="the input is a pandas DataFrame, not a table") as err:
+        inftda_sql.release(db, frame, hierarchy=GEO, domain="geo", rho=0.5)
+    assert "set_budget()" in str(err.value) and err.value.param == "budget_override"
+    r = inftda_sql.release(db, frame, hierarchy=GEO, domain="geo", rho=0.5, budget_override=True)
+    assert not r.is_private
+    assert any("a pandas DataFrame, not charged" in reason for reason in r.non_private)
+
+
+@pytest.mark.parametrize(
+    ("obj", "hint"),
+    [
+        (lambda: pl.from_pandas(_persons_frame()).lazy(), "collect it first"),
+        (lambda: pa.Table.from_pandas(_persons_frame()).to_reader(), "read only once"),
+        (lambda: _persons_frame()["mun"], "inftda_sql.pandas.inf_tda"),
+        (lambda: [1, 2], None),
+    ],
+)
+def test_near_frames_are_refused_with_what_to_pass(
+    db: duckdb.DuckDBPyConnection, obj: Any, hint: str | None
+) -> None:
+    with pytest.raises(InputDataError, match="a pandas or polars DataFrame, an Arrow table") as e:
+        inftda_sql.release(db, obj(), hierarchy=GEO, domain="geo", rho=0.5, output="o")
+    if hint:
+        assert hint in str(e.value)
+
+
+def test_missing_optional_packages_name_the_extra(
+    db: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "polars", None)  # import polars now raises ImportError
+    with pytest.raises(SpecError, match=r"pip install 'inftda-sql\[polars\]'") as err:
+        inftda_sql.release(db, "persons", hierarchy=GEO, domain="geo", rho=0.5,
+                           return_as="polars")  # fmt: skip
+    assert err.value.param == "return_as" and "return_as='arrow'" in str(err.value)
+    assert db.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = "
+                      "'inftda_releases'").fetchall() == [(0,)]  # refused before any work  # fmt: skip
+    # an input frame of a module that is not loaded is never mistaken for one
+    r = inftda_sql.release(db, _persons_frame(), hierarchy=GEO, domain="geo", rho=INF)
+    with pytest.raises(SpecError, match=r"inftda-sql\[polars\]"):
+        r.to_polars()
