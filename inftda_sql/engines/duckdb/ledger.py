@@ -408,14 +408,15 @@ def check_budget(
     if source.outside:
         what = ", ".join(source.outside)
         frame = is_frame_label(source.kind)  # a data frame, read where it lies
+        article = "an" if source.kind[:1].lower() in "aeiou" else "a"
         if not override:
             if frame:
                 raise BudgetError(
-                    f"this database stores privacy budgets ({BUDGET_TABLE}), but the input is a "
-                    f"{source.kind}, not a table of this database, so what the release spends "
-                    "cannot be charged to a budget (and the frame may hold rows of a table that "
-                    "has one); load it into a table (CREATE TABLE t AS SELECT * FROM df), give "
-                    "that table a budget with ",
+                    f"this database stores privacy budgets ({BUDGET_TABLE}), but the input is "
+                    f"{article} {source.kind}, not a table of this database, so what the release "
+                    "spends cannot be charged to a budget (and the frame may hold rows of a table "
+                    "that has one); load it into a table (CREATE TABLE t AS SELECT * FROM df), "
+                    "give that table a budget with ",
                     Func("set_budget", command="budget"),
                     " if it needs one, and release it by name; or pass ",
                     Arg("budget_override", True),
@@ -433,7 +434,7 @@ def check_budget(
                 param="budget_override",
             )
         if frame:
-            what = f"a {source.kind}"
+            what = f"{article} {source.kind}"
         notes.append(f"budget override: input reads {what}, not charged to a table")
     found = charges(con)
     for key in source.keys:
