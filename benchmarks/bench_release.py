@@ -3,6 +3,7 @@
     python benchmarks/bench_release.py uk          # UK MSOA O/D, 15M microdata rows, 8 levels
     python benchmarks/bench_release.py italy       # synthetic Italy-scale, 28.8M trips
     python benchmarks/bench_release.py reference   # side by side with inf-tda 0.1, 2M leaves
+    python benchmarks/bench_release.py dropin      # inftda_sql.pandas.inf_tda vs inf-tda 0.1, cold
     python benchmarks/bench_release.py all
 
 Each case runs in a fresh subprocess: it loads its input into an in-memory DuckDB, resets the
@@ -189,21 +190,114 @@ def _reference(repeat: int, sizes: tuple[int, int, int]) -> dict[str, object]:
     }
 
 
+#: one cold call of inf_tda on the Series of REF_SCRIPT, in a fresh process (the imports and the
+#: data are made before the clock starts, as for the reference)
+DROPIN_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys, time
+    import numpy as np, pandas as pd
+    t_import = time.perf_counter()
+    from inftda_sql.pandas import release_series
+    t_import = time.perf_counter() - t_import
+    n1, n2, n3 = map(int, sys.argv[1:4])
+    rng = np.random.default_rng(0)
+    idx = pd.MultiIndex.from_product([range(n1), range(n2), range(n3)])
+    values = rng.poisson(0.5, len(idx)) * rng.integers(1, 20, len(idx))
+    data = pd.Series(values, index=idx)
+    t0, c0 = time.perf_counter(), time.process_time()
+    out, r = release_series(data=data, budget=(1.0, 1e-8), contribution=1,
+                            privacy_type="bounded", distinct_tuples=True)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"wall": wall, "cpu": cpu, "import": t_import, "timings": r.timings,
+                      "cells": len(out),
+                      "noised": [lv.noised_cells for lv in r.levels]}))
+    """
+)
+
+#: REF_SCRIPT, also reporting the process's CPU seconds of the call
+REF_CPU_SCRIPT = REF_SCRIPT.replace(
+    "t0 = time.perf_counter()", "t0, c0 = time.perf_counter(), time.process_time()"
+).replace(
+    "print(time.perf_counter() - t0)",
+    "print(time.perf_counter() - t0, time.process_time() - c0)",
+)
+
+
+def _dropin(repeat: int, sizes: tuple[int, int, int], with_reference: bool) -> dict[str, object]:
+    """``inftda_sql.pandas.inf_tda`` and ``inf-tda`` 0.1 on the same Series, each call the
+    first of a fresh process, alternated ``repeat`` times; medians of wall and CPU seconds."""
+    args = [str(n) for n in sizes]
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    ours: list[dict[str, object]] = []
+    ref: list[tuple[float, float]] = []
+    loads = [os.getloadavg()[0]]
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", DROPIN_SCRIPT, *args],
+            capture_output=True, text=True, check=False, env=env,
+        )  # fmt: skip
+        if out.returncode != 0:
+            raise SystemExit(out.stderr[-3000:])
+        ours.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        loads.append(os.getloadavg()[0])
+        if with_reference and REF_PY.exists():
+            out = subprocess.run(
+                [str(REF_PY), "-c", REF_CPU_SCRIPT, *args],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if out.returncode != 0:
+                raise SystemExit(out.stderr[-3000:])
+            wall, cpu = (float(x) for x in out.stdout.strip().splitlines()[-1].split())
+            ref.append((wall, cpu))
+            loads.append(os.getloadavg()[0])
+    ours_wall = statistics.median(float(str(o["wall"])) for o in ours)
+    ours_cpu = statistics.median(float(str(o["cpu"])) for o in ours)
+    result: dict[str, object] = {
+        "case": "dropin",
+        "leaves": sizes[0] * sizes[1] * sizes[2],
+        "repeat": repeat,
+        "ours_wall_s": ours_wall,
+        "ours_cpu_s": ours_cpu,
+        "ours_runs": ours,
+        "load_1min": [round(x, 2) for x in loads],
+    }
+    if ref:
+        ref_wall = statistics.median(w for w, _ in ref)
+        ref_cpu = statistics.median(c for _, c in ref)
+        result |= {
+            "reference_wall_s": ref_wall,
+            "reference_cpu_s": ref_cpu,
+            "reference_runs": ref,
+            "speedup_wall": ref_wall / ours_wall,
+            "speedup_cpu": ref_cpu / ours_cpu,
+        }
+    return result
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("case", choices=["uk", "italy", "reference", "all"])
+    p.add_argument("case", choices=["uk", "italy", "reference", "dropin", "all"])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ref-sizes", default="20,100,1000", help="reference tree fan-outs (2M leaves)")
+    p.add_argument(
+        "--dropin-sizes", default="100,100,200", help="drop-in tree fan-outs (2M leaves)"
+    )
+    p.add_argument(
+        "--no-reference", action="store_true", help="dropin: time ours only (no inf-tda runs)"
+    )
     args = p.parse_args()
     if args.child:
         print(json.dumps(_child(args.case, args.repeat)))
         return
-    cases = ["uk", "italy", "reference"] if args.case == "all" else [args.case]
+    cases = ["uk", "italy", "reference", "dropin"] if args.case == "all" else [args.case]
     for case in cases:
-        if case == "reference":
+        if case == "dropin":
+            sizes = tuple(int(x) for x in args.dropin_sizes.split(","))
+            res = _dropin(args.repeat, sizes, not args.no_reference)  # type: ignore[arg-type]
+        elif case == "reference":
             sizes = tuple(int(x) for x in args.ref_sizes.split(","))
             res = _reference(args.repeat, sizes)  # type: ignore[arg-type]
         else:

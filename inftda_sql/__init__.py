@@ -29,6 +29,10 @@ The package is organised as the pipeline of a release:
   ``dp_sensitivity``, ``dp_sigma``, ``dp_discrete_gaussian``, ``dp_discrete_laplace`` and
   ``intopt`` to a DuckDB connection, vectorised over Arrow batches --
   ``engines/duckdb/functions.py``;
+* **data frames**: :func:`release` and :func:`evaluate` read pandas and polars DataFrames and
+  Arrow tables, and ``release(return_as=...)`` returns the released table as one --
+  ``_frames.py``; ``from inftda_sql.pandas import inf_tda`` is the drop-in for the ``inf-tda``
+  package (a pandas Series with a MultiIndex) -- ``pandas.py``;
 * **opening files for other clients**: :func:`connect` with ``storage_version=`` writes files
   that older DuckDB engines (SQL IDEs) can read -- ``_compat.py``; :func:`publish` copies a
   release, and nothing private, into a file to share -- ``_publish.py``.

@@ -270,3 +270,11 @@ def test_missing_optional_packages_name_the_extra(
     r = inftda_sql.release(db, _persons_frame(), hierarchy=GEO, domain="geo", rho=INF)
     with pytest.raises(SpecError, match=r"inftda-sql\[polars\]"):
         r.to_polars()
+
+
+def test_plan_reads_a_frame_domain(db: duckdb.DuckDBPyConnection) -> None:
+    kw: dict[str, Any] = {"hierarchy": GEO, "rho": 0.5, "simulations": 0}
+    by_name = inftda_sql.plan(con=db, domain="geo", **kw)
+    by_frame = inftda_sql.plan(con=db, domain=pl.from_pandas(_geo_frame(db)), **kw)
+    assert [lv.nodes for lv in by_frame.levels] == [lv.nodes for lv in by_name.levels] == [3, 4, 7]
+    assert _leftovers(db) == []

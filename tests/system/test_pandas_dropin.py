@@ -210,3 +210,14 @@ def test_the_index_levels_may_hold_missing_values_nowhere() -> None:
     idx = pd.MultiIndex.from_arrays([["a", None, "b"], [1, 2, 3]])
     with pytest.raises(DomainError, match=r"level 1 .* 1 missing value"):
         inf_tda(pd.Series([1, 2, 3], index=idx), (1.0, 1e-6), 1)
+
+
+def test_a_level_the_domain_determines_spends_nothing() -> None:
+    """One value on top (a single country): its count is the total, so it gets no noise and
+    no share of rho (the package spends rho/T on it)."""
+    inner = _product()
+    data = pd.concat({"all": inner}, names=["country"])
+    _, r = release_series(data, (1.0, 1e-6), 1, conversion="simple", seed=0)
+    _, three = release_series(inner, (1.0, 1e-6), 1, conversion="simple", seed=0)
+    assert r.accounting.level_sigma[0] == 0.0
+    assert r.accounting.level_sigma[1:] == three.accounting.level_sigma
