@@ -139,7 +139,8 @@ def _counts(text: str) -> list[int]:
 # ----------------------------------------------------------------------------------------------
 # release: flags and the TOML config
 
-#: the keys a release config may hold: the keyword arguments of release()
+#: the keys a release config may hold: the keyword arguments of release(), but those that only
+#: make sense in Python (progress: a callback; return_as: the released table as a Python object)
 RELEASE_KEYS = frozenset({
     "hierarchy", "domain", "tree", "rho", "epsilon", "delta", "conversion", "privacy",
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
