@@ -340,7 +340,8 @@ def release(
         count: name of the count column of a pre-aggregated input.
         output: output table (default ``<table>_private``, for a file ``<file name>_private``);
             ``overwrite=True`` replaces it. With ``return_as=`` and no ``output`` nothing is
-            written but the ledger row (in memory only; a feature release needs ``output``).
+            written but the ledger row (in memory only; a feature release always writes its
+            table, ``<table>_private`` by default, and returns what it wrote).
         return_as: also return the released table in memory as ``Release.data``:
             ``"arrow"`` (an Arrow table), ``"pandas"`` or ``"polars"`` (a DataFrame; needs the
             ``pandas``/``polars`` extra). It has the columns and rows of the written table.

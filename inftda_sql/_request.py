@@ -288,19 +288,20 @@ class ReleaseRequest:
             kind = frame_kind(table)
             if kind is not None:  # a data frame in, the same kind of data frame out
                 return_as = kind
-        if output is None and return_as is not None and isinstance(spec, FeatureSpec):
-            raise SpecError(
-                "a feature release is returned by reading back the table it writes, so pass ",
-                Arg("output"),
-                f" (a table to write it to) with return_as={return_as!r}",
-                param="output",
-            )
-        if output is None and return_as is None:
+        # a feature release is returned by reading back the table it writes: it always has one
+        if output is None and (return_as is None or isinstance(spec, FeatureSpec)):
             path = file_spelling(table)
             if path is not None:
                 output = f"{file_stem(path)}_private"  # od.parquet -> od_private
             elif isinstance(table, str):
                 output = f"{table}_private"
+            elif return_as is not None:
+                raise SpecError(
+                    "a feature release is returned by reading back the table it writes, so pass ",
+                    Arg("output"),
+                    f" (a table to write it to) with return_as={return_as!r}",
+                    param="output",
+                )
             else:
                 raise SpecError(
                     "the input is a relation, so pass ",

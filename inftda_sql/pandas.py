@@ -163,7 +163,9 @@ def release_series(
         public = _domain_index(pd, domain, index)
         rows = _positions(public, index)
     layout = _layout(public)
-    keep = values != 0  # zero rows add nothing; the domain lists their cells
+    # zero rows add nothing (the domain lists their cells); row numbers, not a boolean mask:
+    # one pass finds them, then every column is a gather (a mask would be scanned per column)
+    keep = np.flatnonzero(values)
     names = [f"level_{k + 1}" for k in range(len(layout.sizes))]
     input_table = pa.table(
         {
@@ -357,8 +359,8 @@ class _Layout:
         return math.prod(self.sizes[start:end])
 
     def columns(self, select: npt.NDArray[Any]) -> list[npt.NDArray[np.integer[Any]]]:
-        """The level columns (every chain's, coarse to fine) of the rows ``select`` picks (a
-        boolean mask or row numbers)."""
+        """The level columns (every chain's, coarse to fine) of the rows ``select`` picks (row
+        numbers)."""
         out: list[npt.NDArray[np.integer[Any]]] = []
         for start, end in self.groups:
             column = self.ranks[start][select]

@@ -16,8 +16,14 @@ import inftda_sql
 from inftda_sql import BudgetError, DomainError, InputDataError, SpecError
 from tests.system.helpers import PERSONS, make_geo, make_persons
 
-pd = pytest.importorskip("pandas")
-pl = pytest.importorskip("polars")
+pd = pytest.importorskip("pandas", reason="pandas is not installed (the optional [pandas] extra)")
+try:  # polars is optional too: only the tests that need it skip without it
+    import polars as pl
+except ImportError:  # pragma: no cover - the test extra installs it
+    pl = None
+needs_polars = pytest.mark.skipif(
+    pl is None, reason="polars is not installed (the optional [polars] extra)"
+)
 
 GEO = ["region", "province", "mun"]
 #: the exact release (rho = inf) of PERSONS: its positive leaf cells, in the written order
@@ -41,7 +47,7 @@ def _geo_frame(con: duckdb.DuckDBPyConnection) -> Any:
 def _rows(table: Any) -> list[tuple[Any, ...]]:
     if isinstance(table, pa.Table):
         return [tuple(r.values()) for r in table.to_pylist()]
-    if isinstance(table, pl.DataFrame):
+    if pl is not None and isinstance(table, pl.DataFrame):
         return [tuple(r) for r in table.iter_rows()]
     return [tuple(r) for r in table.itertuples(index=False)]
 
@@ -67,7 +73,9 @@ def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     ("make", "kind", "cls"),
     [
         (lambda: _persons_frame(), "pandas", "DataFrame"),
-        (lambda: pl.from_pandas(_persons_frame()), "polars", "DataFrame"),
+        pytest.param(
+            lambda: pl.from_pandas(_persons_frame()), "polars", "DataFrame", marks=needs_polars
+        ),
         (lambda: pa.Table.from_pandas(_persons_frame(), preserve_index=False), "arrow", "Table"),
     ],
 )
@@ -80,7 +88,7 @@ def test_a_frame_in_is_the_same_kind_of_frame_out(
     assert type(r.data).__name__ == cls
     assert _rows(r.data) == EXACT
     assert list(r.data.columns if kind != "arrow" else r.data.column_names) == [*GEO, "count"]
-    assert _rows(r.to_arrow()) == _rows(r.to_pandas()) == _rows(r.to_polars()) == EXACT
+    assert _rows(r.to_arrow()) == _rows(r.to_pandas()) == EXACT
     assert r.data is r.data  # converted once
     # nothing written but the ledger row, which says what the release was
     assert db.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0] == (
@@ -95,6 +103,13 @@ def test_a_frame_in_is_the_same_kind_of_frame_out(
     assert f"(in memory, {kind})" in str(r)
 
 
+@needs_polars
+def test_every_form_converts_to_polars(db: duckdb.DuckDBPyConnection) -> None:
+    for kind in ("arrow", "pandas", "polars"):
+        r = inftda_sql.release(db, "persons", hierarchy=GEO, domain="geo", rho=INF, return_as=kind)
+        assert isinstance(r.to_polars(), pl.DataFrame) and _rows(r.to_polars()) == EXACT
+
+
 def test_a_frame_can_be_written_and_returned(db: duckdb.DuckDBPyConnection) -> None:
     frame = _persons_frame()
     written = inftda_sql.release(db, frame, hierarchy=GEO, domain="geo", rho=INF, output="out")
@@ -104,9 +119,9 @@ def test_a_frame_can_be_written_and_returned(db: duckdb.DuckDBPyConnection) -> N
         written.to_arrow()
     assert err.value.param == "return_as"
     both = inftda_sql.release(
-        db, frame, hierarchy=GEO, domain="geo", rho=INF, output="out2", return_as="polars"
+        db, frame, hierarchy=GEO, domain="geo", rho=INF, output="out2", return_as="arrow"
     )
-    assert isinstance(both.data, pl.DataFrame) and _rows(both.data) == EXACT
+    assert isinstance(both.data, pa.Table) and _rows(both.data) == EXACT
     assert db.execute("SELECT * FROM out2").fetchall() == EXACT  # same rows, same order
     assert both.relation(db).fetchall() == EXACT
 
@@ -129,9 +144,18 @@ def test_a_named_table_returned_in_memory_writes_no_table_but_spends_budget(
     assert sum(r.data.column("count").to_pylist()) == len(PERSONS)
 
 
-def test_domains_may_be_frames(db: duckdb.DuckDBPyConnection) -> None:
+@pytest.mark.parametrize(
+    "form",
+    ["pandas", pytest.param("polars", marks=needs_polars), "arrow"],
+)
+def test_domains_may_be_frames(db: duckdb.DuckDBPyConnection, form: str) -> None:
     geo = _geo_frame(db)
-    for domain in (geo, pl.from_pandas(geo), pa.Table.from_pandas(geo, preserve_index=False)):
+    domains = {
+        "pandas": lambda: geo,
+        "polars": lambda: pl.from_pandas(geo),
+        "arrow": lambda: pa.Table.from_pandas(geo, preserve_index=False),
+    }
+    for domain in (domains[form](),):
         r = inftda_sql.release(db, "persons", hierarchy=GEO, domain=domain, rho=INF, output="o",
                                overwrite=True)  # fmt: skip
         assert db.execute("SELECT * FROM o").fetchall() == EXACT
@@ -149,6 +173,16 @@ def test_evaluate_takes_frames(db: duckdb.DuckDBPyConnection) -> None:
     r = inftda_sql.release(db, _persons_frame(), hierarchy=GEO, domain="geo", rho=INF)
     ev = inftda_sql.evaluate(db, _persons_frame(), r.data, hierarchy=GEO)
     assert [row[4] for row in ev.fetchall()] == [0, 0, 0, 0]  # exact: no error at any level
+    arrow = pa.Table.from_pandas(_persons_frame(), preserve_index=False)
+    arrow_ev = inftda_sql.evaluate(db, arrow, r.to_arrow(), hierarchy=GEO)
+    assert arrow_ev.fetchall() == ev.fetchall()
+    assert _leftovers(db) == []
+
+
+@needs_polars
+def test_evaluate_takes_polars_frames(db: duckdb.DuckDBPyConnection) -> None:
+    r = inftda_sql.release(db, _persons_frame(), hierarchy=GEO, domain="geo", rho=INF)
+    ev = inftda_sql.evaluate(db, _persons_frame(), r.data, hierarchy=GEO)
     polars_ev = inftda_sql.evaluate(db, pl.from_pandas(_persons_frame()), r.to_polars(),
                                     hierarchy=GEO)  # fmt: skip
     assert polars_ev.fetchall() == ev.fetchall()
@@ -241,7 +275,9 @@ def test_a_frame_is_refused_while_budgets_are_stored(db: duckdb.DuckDBPyConnecti
 @pytest.mark.parametrize(
     ("obj", "hint"),
     [
-        (lambda: pl.from_pandas(_persons_frame()).lazy(), "collect it first"),
+        pytest.param(
+            lambda: pl.from_pandas(_persons_frame()).lazy(), "collect it first", marks=needs_polars
+        ),
         (lambda: pa.Table.from_pandas(_persons_frame()).to_reader(), "read only once"),
         (lambda: _persons_frame()["mun"], "inftda_sql.pandas.inf_tda"),
         (lambda: [1, 2], None),
@@ -275,6 +311,23 @@ def test_missing_optional_packages_name_the_extra(
 def test_plan_reads_a_frame_domain(db: duckdb.DuckDBPyConnection) -> None:
     kw: dict[str, Any] = {"hierarchy": GEO, "rho": 0.5, "simulations": 0}
     by_name = inftda_sql.plan(con=db, domain="geo", **kw)
-    by_frame = inftda_sql.plan(con=db, domain=pl.from_pandas(_geo_frame(db)), **kw)
+    by_frame = inftda_sql.plan(con=db, domain=_geo_frame(db), **kw)
     assert [lv.nodes for lv in by_frame.levels] == [lv.nodes for lv in by_name.levels] == [3, 4, 7]
     assert _leftovers(db) == []
+
+
+def test_a_feature_release_returns_the_table_it_writes(con: duckdb.DuckDBPyConnection) -> None:
+    """A feature release (CBDP) is returned by reading back its output table; without an
+    output (a frame in) it says to pass one, before any work."""
+    make_persons(con)
+    make_geo(con)
+    features = {"total": [], "region": ["region"], "leaf": ["region", "province", "mun"]}
+    r = inftda_sql.release(con, "persons", mechanism="cbdp", features=features, domain="geo",
+                           rho=INF, return_as="pandas")  # fmt: skip
+    assert r.output == "persons_private" and isinstance(r.data, pd.DataFrame)
+    assert _rows(r.data) == con.execute("SELECT * FROM persons_private").fetchall()
+    assert sum(r.data["count"]) == len(PERSONS)
+    with pytest.raises(SpecError, match="a feature release is returned by reading back") as err:
+        inftda_sql.release(con, _persons_frame(), mechanism="cbdp", features=features,
+                           domain="geo", rho=INF)  # fmt: skip
+    assert err.value.param == "output"

@@ -844,6 +844,17 @@ def test_golden_feature_output(
     assert {r[2] for r in rows} == {int(c) for c in parts[1]}
 
 
+def test_golden_feature_read_back(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.feature_read_back(FEATURES, '"fback"')
+    golden("feature_read_back.sql", _text(("feature_read_back(FEATURES, '\"fback\"')", sql)))
+    world.execute(
+        "CREATE TABLE fback AS SELECT * FROM (VALUES ('b1','y1',0,'B','Y',7), "
+        "('a1','x1',0,'A','X',5), ('a1','x1',1,'A','X',2)) r(o_mun, d_mun, t, o_reg, d_reg, count)"
+    ).fetchall()
+    # in the order of the leaf's columns, as feature_output writes the table
+    assert [r[:3] for r in _rows(world, sql)] == [("a1", "x1", 0), ("a1", "x1", 1), ("b1", "y1", 0)]
+
+
 def test_golden_features_view(
     world: duckdb.DuckDBPyConnection, lattice: Lattice, golden: Golden
 ) -> None:

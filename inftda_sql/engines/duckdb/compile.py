@@ -53,6 +53,7 @@ __all__ = [
     "feature_counts",
     "feature_output",
     "feature_part",
+    "feature_read_back",
     "feature_set_mask",
     "feature_unmatched",
     "features_view",
@@ -239,8 +240,9 @@ def leaf_counts(
         leaf=ident(names.leaf),
         leaf_cols=_cols(spec.leaf_columns),
         input=input_sql,
-        path_min=f"min({path})",
-        path_max=f"max({path})",
+        # no ancestors (every chain one level deep): the hash is a constant, not aggregated
+        path_min=f"min({path})" if ancestors(spec) else path,
+        path_max=f"max({path})" if ancestors(spec) else path,
         **parts,
     )
 
@@ -287,13 +289,18 @@ def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
 
 
 def level_counts(names: TempNames, spec: TreeSpec, level: int, strides: Sequence[int]) -> str:
-    """True counts of one level, keyed by the mixed-radix code of the cell, sorted by key."""
+    """True counts of one level, keyed by the mixed-radix code of the cell, sorted by key (the
+    finest level without a GROUP BY: the keys table has one row per leaf cell)."""
     terms = [
         f"{ident(code_column(c, d))} * {stride}"
         for c, (d, stride) in enumerate(zip(spec.levels[level], strides, strict=True))
         if d > 0
     ]
-    return render("level_counts", key=" + ".join(terms) or "0", keys=ident(names.keys))
+    finest = level == spec.n_levels and all(
+        d == len(chain) for d, chain in zip(spec.levels[level], spec.chains, strict=True)
+    )
+    template = "leaf_level_counts" if finest else "level_counts"
+    return render(template, key=" + ".join(terms) or "0", keys=ident(names.keys))
 
 
 def write_output(names: TempNames, spec: TreeSpec, output_sql: str) -> str:
