@@ -260,11 +260,14 @@ def test_checks_run_leaves_first_then_counts_then_domain(db: duckdb.DuckDBPyConn
 
 def test_level_counts_sorts_many_keys(con: duckdb.DuckDBPyConnection) -> None:
     """A keys table in no particular order (as a parallel GROUP BY leaves it) comes back sorted
-    by the mixed-radix key, one row per cell with its summed count."""
+    by the mixed-radix key, one row per cell with its summed count. The keys table has one row
+    per leaf cell (the scan groups by the leaf columns), so the finest level reads its rows as
+    they are and a coarser level sums them."""
     spec = parse_hierarchy([["a"], ["b"]])
     con.execute(
-        f'CREATE TEMP TABLE "{NAMES.keys}" AS SELECT (i * 7919) % 100 AS __c0_d1, '
-        "(i * 104729) % 300 AS __c1_d1, 1 AS n FROM range(60000) r(i) ORDER BY random()"
+        f'CREATE TEMP TABLE "{NAMES.keys}" AS SELECT * FROM (SELECT (i * 7919) % 100 AS __c0_d1, '
+        "(i * 104729) % 300 AS __c1_d1, count(*) AS n FROM range(60000) r(i) GROUP BY ALL) "
+        "ORDER BY random()"
     ).fetchall()
     keys, counts = level_counts(con, NAMES, spec, 2, (300, 1))
     assert keys.tolist() == sorted(set(keys.tolist()))
@@ -273,3 +276,12 @@ def test_level_counts_sorts_many_keys(con: duckdb.DuckDBPyConnection) -> None:
         f'SELECT count(DISTINCT __c0_d1 * 300 + __c1_d1) FROM "{NAMES.keys}"'
     ).fetchall()[0][0]
     assert keys.size == expected
+    per_cell = dict(
+        con.execute(f'SELECT __c0_d1 * 300 + __c1_d1, n FROM "{NAMES.keys}"').fetchall()
+    )
+    assert dict(zip(keys.tolist(), counts.tolist(), strict=True)) == per_cell
+    coarse, sums = level_counts(con, NAMES, spec, 1, (1, 1))
+    assert coarse.tolist() == list(range(100)) and sums.sum() == 60000
+    assert dict(zip(coarse.tolist(), sums.tolist(), strict=True)) == dict(
+        con.execute(f'SELECT __c0_d1, sum(n) FROM "{NAMES.keys}" GROUP BY 1').fetchall()
+    )
