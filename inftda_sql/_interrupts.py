@@ -42,7 +42,14 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["QUERY_INTERRUPTED", "Scope", "committed", "critical", "is_interrupt"]
+__all__ = [
+    "QUERY_INTERRUPTED",
+    "Scope",
+    "committed",
+    "critical",
+    "is_interrupt",
+    "settle_imports",
+]
 
 #: the text of the RuntimeError DuckDB raises when a Ctrl-C arrives during a query
 QUERY_INTERRUPTED = "Query interrupted"
@@ -54,15 +61,32 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
 def is_interrupt(exc: BaseException) -> bool:
-    """True if ``exc`` is how a Ctrl-C surfaced: ``KeyboardInterrupt``, or DuckDB's report of
-    one during a query.
+    """True if ``exc`` is how a Ctrl-C surfaced: ``KeyboardInterrupt``, DuckDB's report of one
+    during a query, or an error it caused: a C extension cut by Ctrl-C while it was imported or
+    ran (pandas, which pyarrow imports on its first conversion, raises ``SystemError: ...
+    returned a result with an exception set`` with the ``KeyboardInterrupt`` as its cause).
 
     Example:
         >>> is_interrupt(KeyboardInterrupt()), is_interrupt(RuntimeError("Query interrupted"))
         (True, True)
         >>> is_interrupt(RuntimeError("something else")), is_interrupt(ValueError("x"))
         (False, False)
+        >>> cut = SystemError("<module> returned a result with an exception set")
+        >>> cut.__cause__ = KeyboardInterrupt()
+        >>> is_interrupt(cut)
+        True
     """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _is_interrupt_itself(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _is_interrupt_itself(exc: BaseException) -> bool:
     if isinstance(exc, KeyboardInterrupt):
         return True
     duckdb = sys.modules.get("duckdb")  # not imported: then exc is none of its errors
@@ -82,6 +106,7 @@ class _State:
         self.pending = False  # a SIGINT arrived while deferred
         self.installed = False
         self.previous: _Handler = None
+        self.settled = False  # settle_imports() has run
 
 
 _state = _State()
@@ -139,6 +164,25 @@ class _Critical:
         _state.blocks -= 1
         if _state.blocks == 0 and not _state.held:
             _resume(deliver=True)
+
+
+def settle_imports() -> None:
+    """Finish pyarrow's lazy import of pandas with Ctrl-C deferred (once per process).
+
+    pyarrow imports pandas, when it is installed, on its first conversion of Python or numpy
+    values, wherever that happens. A Ctrl-C in the middle of that import leaves a half-built
+    pandas behind (``SystemError``, then ``AttributeError: partially initialized module``) rather
+    than a ``KeyboardInterrupt``. Done here, in a critical block, the import either completes or
+    has not started when the interrupt is delivered. It costs nothing a release would not pay
+    anyway.
+    """
+    if _state.settled:
+        return
+    with critical():
+        import pyarrow as pa
+
+        pa.array([0])  # pyarrow's pandas shim imports pandas here, if it is installed
+        _state.settled = True
 
 
 def committed() -> None:

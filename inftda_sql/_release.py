@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ._errors import Arg, SpecError
 from ._frames import convert
-from ._interrupts import Scope
+from ._interrupts import Scope, settle_imports
 from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
@@ -413,6 +413,7 @@ def release(
         max_cells=max_cells,
         return_as=return_as,
     )
+    settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
     with Scope():  # Ctrl-C after the commit waits for the cleanup (see _interrupts)
         return _run(con, request, progress, t_start)
 

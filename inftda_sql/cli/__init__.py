@@ -36,7 +36,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .._interrupts import Scope, critical, is_interrupt
+from .._interrupts import Scope, critical, is_interrupt, settle_imports
 
 __all__ = ["EXIT_INTERRUPTED", "main"]
 
@@ -89,6 +89,7 @@ def _run(argv: list[str], *, debug: bool) -> int:
 
     try:
         args = build_parser().parse_args(argv)
+        settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
         with console.warnings_as_lines():
             return int(COMMANDS[args.command](args))
     except SystemExit as exc:  # --help, --version

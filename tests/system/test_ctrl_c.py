@@ -228,6 +228,25 @@ def test_cli_duckdbs_own_reports_of_ctrl_c_exit_130(
     assert (code, err) == (130, "interrupted: nothing was recorded\n")
 
 
+def test_cli_an_extension_cut_by_ctrl_c_exits_130(
+    persons_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A C extension cut by Ctrl-C while it is imported (pandas, which pyarrow imports on its
+    first conversion) raises SystemError with the KeyboardInterrupt as its cause: an interrupt,
+    not an unexpected error (found by the random test below once pandas was installed)."""
+
+    def release(*args: Any, **kw: Any) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("<module> returned a result with an exception set") from exc
+
+    monkeypatch.setattr(cli_commands, "release", release)
+    code = main(["release", str(persons_db), "persons", *GEO_FLAGS])
+    _, err = capsys.readouterr()
+    assert (code, err) == (130, "interrupted: nothing was recorded\n")
+
+
 # ---------------------------------------------------------------------------------- real process
 
 

@@ -191,3 +191,45 @@ def test_a_query_in_a_critical_block_runs_to_its_end(con: duckdb.DuckDBPyConnect
         kicker.join()
     assert rows == 14_285_714
     assert kicker.sent < finished  # the signal came while the query ran, and did not cut it
+
+
+def test_an_error_caused_by_ctrl_c_is_an_interrupt() -> None:
+    def chained(cause: BaseException, *, implicit: bool = False) -> BaseException:
+        err = SystemError("<module> returned a result with an exception set")
+        if implicit:
+            err.__context__ = cause
+        else:
+            err.__cause__ = cause
+        return err
+
+    assert is_interrupt(chained(KeyboardInterrupt()))
+    assert is_interrupt(chained(KeyboardInterrupt(), implicit=True))
+    assert is_interrupt(chained(chained(KeyboardInterrupt())))
+    assert not is_interrupt(chained(ValueError("x")))
+    looped = chained(ValueError("x"))
+    assert looped.__cause__ is not None
+    looped.__cause__.__context__ = looped  # a cycle ends the walk
+    assert not is_interrupt(looped)
+
+
+def test_pyarrows_import_of_pandas_completes_before_ctrl_c(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """settle_imports() runs pyarrow's first conversion (which imports pandas when installed)
+    with Ctrl-C deferred: the import completes, then the interrupt is delivered."""
+    monkeypatch.setattr(_interrupts._state, "settled", False)
+    real = pa.array
+    done: list[bool] = []
+
+    def array(*args: object, **kw: object) -> pa.Array:
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C in the middle of the import
+        out = real(*args, **kw)
+        done.append(True)
+        return out
+
+    monkeypatch.setattr(pa, "array", array)
+    with pytest.raises(KeyboardInterrupt):
+        _interrupts.settle_imports()
+    assert done == [True] and _interrupts._state.settled
+    _interrupts.settle_imports()  # once per process: no second conversion
+    assert done == [True]
