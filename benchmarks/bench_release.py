@@ -1,20 +1,35 @@
-"""Benchmarks of ``inftda_sql.release`` (issue: SQL-native InfTDA).
+"""Whole releases against one plain GROUP BY of the same input (issue 15's workloads).
 
-    python benchmarks/bench_release.py uk          # UK MSOA O/D, 15M microdata rows, 8 levels
-    python benchmarks/bench_release.py italy       # synthetic Italy-scale, 28.8M trips
-    python benchmarks/bench_release.py reference   # side by side with inf-tda 0.1, 2M leaves
+    python benchmarks/bench_release.py italy       # synthetic Italy-scale, 28.8M trips, 6 levels
+    python benchmarks/bench_release.py uk          # UK MSOA O/D microdata, 15.1M rows, in memory
+    python benchmarks/bench_release.py uk-file     # the same from a DuckDB file (peak RSS)
+    python benchmarks/bench_release.py uk-agg      # UK pre-aggregated (count column), in memory
+    python benchmarks/bench_release.py small       # 1M rows, 10 > 100 > 10,000 chain
+    python benchmarks/bench_release.py reference   # inf-tda 0.1 on 100 x 100 x 200 (2M leaves)
     python benchmarks/bench_release.py dropin      # inftda_sql.pandas.inf_tda vs inf-tda 0.1, cold
     python benchmarks/bench_release.py all
 
-Each case runs in a fresh subprocess: it loads its input into an in-memory DuckDB, resets the
-peak-RSS counter (``/proc/self/clear_refs``), then times a plain ``GROUP BY`` of the same input
-and the release side by side (``--repeat`` times, medians), printing one Markdown table row.
-The machine is shared and noisy: compare ratios measured in one run, not absolute seconds.
+Every in-process case runs in a fresh subprocess: it loads its input into DuckDB, releases once
+(the *first* release: it checks the input's ancestor columns and codes the domain, then
+remembers both, see README "Inputs") and runs ``--rounds`` alternating rounds of a plain
+``GROUP BY`` of the input into leaf cells and a release (the order flips every round), each
+timed alone. It prints the min and median of each, the median of the per-round ratios, the
+stages of the median release, the process's peak RSS during the releases, and the load
+average (1 min) before and after. ``--check full`` makes every release check the ancestors.
 
-``reference`` needs the published package in its own environment (it pins old versions):
+``reference`` alternates two fresh processes per round: ours (build the 2M-leaf domain and the
+input in an in-memory DuckDB, then time the first release: *cold*) and the published
+``inf-tda`` 0.1 ``inf_tda()`` on a pandas Series of all 2M leaves. Our input holds the leaf
+and its count (as the reference's Series: one value per leaf); ``--ref-wide`` adds the ancestor
+columns, which the cold release then checks against the domain. The reference pins old
+libraries, so it runs in its own environment, created on first use:
 
     python3 -m venv benchmarks/.venv-ref
     benchmarks/.venv-ref/bin/pip install inf-tda==0.1 opendp==0.12.1 pandas==2.2.3 numpy==2.2.6
+
+The UK cases need ``../shared/data`` beside the checkout; ``uk-file`` builds
+``benchmarks/out/uk.duckdb`` once. The machine is shared and noisy: compare ratios measured in
+one run, and note the load.
 """
 
 from __future__ import annotations
@@ -28,10 +43,18 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "data"
-REF_PY = HERE / ".venv-ref" / "bin" / "python"
+OUT = HERE / "out"
+REF_VENV = HERE / ".venv-ref"
+REF_PY = REF_VENV / "bin" / "python"
+REF_PACKAGES = ["inf-tda==0.1", "opendp==0.12.1", "pandas==2.2.3", "numpy==2.2.6"]
+UK_DATA = SHARED / "uk_ew_census2021_odwp01_msoa.parquet"
+UK_GEO = SHARED / "uk_ew_census2021_odwp01_msoa_geo.parquet"
+UK_LEVELS = ["country", "region", "lad", "msoa"]
+CASES = ["italy", "uk", "uk-file", "uk-agg", "small", "reference"]
 
 
 def _peak_reset() -> None:
@@ -46,75 +69,141 @@ def _rss_mb(field: str) -> float:
     return float("nan")
 
 
-def _child(case: str, repeat: int) -> dict[str, object]:
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _uk_tables(con: Any, *, aggregated: bool) -> None:
+    cols = ", ".join([*(f"o_{c}" for c in UK_LEVELS), *(f"d_{c}" for c in UK_LEVELS)])
+    if aggregated:
+        con.execute(f"CREATE TABLE trips AS SELECT {cols}, count FROM '{UK_DATA}'").fetchall()
+    else:
+        con.execute(
+            f"CREATE TABLE trips AS SELECT {cols} FROM '{UK_DATA}', range(count)"
+        ).fetchall()
+    for side in ("o", "d"):
+        renamed = ", ".join(f"{c} AS {side}_{c}" for c in UK_LEVELS)
+        con.execute(f"CREATE TABLE geo_{side} AS SELECT {renamed} FROM '{UK_GEO}'").fetchall()
+
+
+def _uk_file() -> Path:
+    """The UK microdata in a DuckDB file (built once)."""
+    import duckdb
+
+    path = OUT / "uk.duckdb"
+    if not path.exists():
+        OUT.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp.duckdb")
+        tmp.unlink(missing_ok=True)
+        con = duckdb.connect(str(tmp))
+        _uk_tables(con, aggregated=False)
+        con.execute("CHECKPOINT").fetchall()
+        con.close()
+        tmp.rename(path)
+    return path
+
+
+def _small(con: Any) -> tuple[dict[str, Any], str]:
+    """1M rows over a 10 > 100 > 10,000 chain (skewed), integer codes."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    leaf = np.minimum(rng.zipf(1.3, 1_000_000) - 1, 9_999)
+    leaf = rng.permutation(10_000)[leaf]
+    con.register("t", pa.table({"region": leaf // 1000, "province": leaf // 100, "mun": leaf}))
+    con.execute("CREATE TABLE trips AS SELECT * FROM t").fetchall()
+    con.unregister("t")
+    code = np.arange(10_000)
+    con.register("g", pa.table({"region": code // 1000, "province": code // 100, "mun": code}))
+    con.execute("CREATE TABLE geo AS SELECT * FROM g").fetchall()
+    con.unregister("g")
+    kw = {"hierarchy": ["region", "province", "mun"], "domain": "geo"}
+    return kw, "SELECT mun, count(*) FROM trips GROUP BY ALL"
+
+
+def _setup(case: str, con: Any) -> tuple[dict[str, Any], str]:
+    from inftda_sql.synthetic import italy_like
+
+    od = {"tree": "destination"}
+    uk = [[f"o_{c}" for c in UK_LEVELS], [f"d_{c}" for c in UK_LEVELS]]
+    if case == "italy":
+        d = italy_like(con, scale=1.0, seed=0, microdata=True)
+        kw = {"hierarchy": d.hierarchy, "domain": [d.geo_origin, d.geo_destination], **od}
+        return kw, f"SELECT o_mun, d_mun, count(*) FROM {d.trips} GROUP BY ALL"
+    if case in ("uk", "uk-file"):
+        if case == "uk":
+            _uk_tables(con, aggregated=False)
+        kw = {"hierarchy": uk, "domain": ["geo_o", "geo_d"], **od}
+        return kw, "SELECT o_msoa, d_msoa, count(*) FROM trips GROUP BY ALL"
+    if case == "uk-agg":
+        _uk_tables(con, aggregated=True)
+        kw = {"hierarchy": uk, "domain": ["geo_o", "geo_d"], "count": "count", **od}
+        return kw, "SELECT o_msoa, d_msoa, sum(count) FROM trips GROUP BY ALL"
+    if case == "small":
+        return _small(con)
+    raise SystemExit(f"unknown case {case}")
+
+
+def _child(case: str, rounds: int, check: str) -> dict[str, Any]:
     import duckdb
 
     import inftda_sql
-    from inftda_sql.synthetic import italy_like
 
-    con = duckdb.connect()
-    if case == "uk":
-        data = SHARED / "uk_ew_census2021_odwp01_msoa.parquet"
-        geo = SHARED / "uk_ew_census2021_odwp01_msoa_geo.parquet"
-        if not data.exists():
-            return {"case": case, "skipped": f"{data} not found"}
-        levels = ["country", "region", "lad", "msoa"]
-        con.execute(
-            f"CREATE TABLE trips AS SELECT {', '.join('o_' + c for c in levels)}, "
-            f"{', '.join('d_' + c for c in levels)} FROM '{data}', range(count)"
-        ).fetchall()
-        for side in ("o", "d"):
-            cols = ", ".join(f"{c} AS {side}_{c}" for c in levels)
-            con.execute(f"CREATE TABLE geo_{side} AS SELECT {cols} FROM '{geo}'").fetchall()
-        hierarchy = [[f"o_{c}" for c in levels], [f"d_{c}" for c in levels]]
-        kw = dict(
-            hierarchy=hierarchy,
-            domain=["geo_o", "geo_d"],
-            tree="destination",
-            epsilon=1.0,
-            delta=1e-8,
-        )
-        group_by = "SELECT o_msoa, d_msoa, count(*) FROM trips GROUP BY ALL"
-    elif case == "italy":
-        d = italy_like(con, scale=1.0, seed=0, microdata=True)
-        kw = dict(
-            hierarchy=d.hierarchy,
-            domain=[d.geo_origin, d.geo_destination],
-            tree="destination",
-            epsilon=1.0,
-            delta=1e-8,
-        )
-        group_by = f"SELECT o_mun, d_mun, count(*) FROM {d.trips} GROUP BY ALL"
-    else:
-        raise SystemExit(f"unknown case {case}")
+    if case.startswith("uk") and not UK_DATA.exists():
+        return {"case": case, "skipped": f"{UK_DATA} not found"}
+    con = duckdb.connect(str(_uk_file()) if case == "uk-file" else ":memory:")
+    kw, group_by = _setup(case, con)
+    kw.update(epsilon=1.0, delta=1e-8, output="trips_private", overwrite=True)
+    kw["check_ancestors"] = check
     rows = con.execute("SELECT count(*) FROM trips").fetchall()[0][0]
-    con.execute(f"CREATE TABLE warm AS {group_by}").fetchall()  # warm-up scan
-    con.execute("DROP TABLE warm").fetchall()
+    load_before = _load()
     base_rss = _rss_mb("VmRSS")
-    t_gb, t_rel, peaks = [], [], []
-    result = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        con.execute(f"CREATE OR REPLACE TABLE gb AS {group_by}").fetchall()
-        t_gb.append(time.perf_counter() - t0)
-        _peak_reset()
-        t0 = time.perf_counter()
-        result = inftda_sql.release(con, "trips", output="trips_private", overwrite=True, **kw)
-        t_rel.append(time.perf_counter() - t0)
-        peaks.append(_rss_mb("VmHWM"))
-    assert result is not None
-    gb, rel = statistics.median(t_gb), statistics.median(t_rel)
+    t0 = time.perf_counter()
+    first = inftda_sql.release(con, "trips", **kw)
+    first_s = time.perf_counter() - t0
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gb AS {group_by}").fetchall()  # warm-up
+    t_gb: list[float] = []
+    t_rel: list[float] = []
+    peaks: list[float] = []
+    releases = []
+    for r in range(rounds):
+        for step in ("gb", "release") if r % 2 == 0 else ("release", "gb"):
+            if step == "gb":
+                t0 = time.perf_counter()
+                con.execute(f"CREATE OR REPLACE TEMP TABLE gb AS {group_by}").fetchall()
+                t_gb.append(time.perf_counter() - t0)
+            else:
+                _peak_reset()
+                t0 = time.perf_counter()
+                releases.append(inftda_sql.release(con, "trips", **kw))
+                t_rel.append(time.perf_counter() - t0)
+                peaks.append(_rss_mb("VmHWM"))
+    median_at = sorted(range(rounds), key=lambda i: t_rel[i])[rounds // 2]
     return {
         "case": case,
+        "check_ancestors": check,
         "input_rows": rows,
-        "group_by_s": gb,
-        "release_s": rel,
-        "ratio": rel / gb,
-        "peak_rss_mb": max(peaks),
-        "rss_before_mb": base_rss,
-        "levels": [{**lv.as_dict(), "seconds": lv.seconds} for lv in result.levels],
-        "timings": result.timings,
-        "repeat": repeat,
+        "rounds": rounds,
+        "group_by_min_s": min(t_gb),
+        "group_by_median_s": statistics.median(t_gb),
+        "release_min_s": min(t_rel),
+        "release_median_s": statistics.median(t_rel),
+        "ratio_of_medians": statistics.median(t_rel) / statistics.median(t_gb),
+        "median_round_ratio": statistics.median(r / g for r, g in zip(t_rel, t_gb, strict=True)),
+        "first_release_s": first_s,
+        "first_release_stages": {k: round(v, 3) for k, v in first.timings.items()},
+        "stages_of_median_release": {
+            k: round(v, 3) for k, v in releases[median_at].timings.items()
+        },
+        "levels": [
+            (lv.level, lv.noised_cells, lv.surviving_cells, round(lv.seconds, 3))
+            for lv in releases[median_at].levels
+        ],
+        "peak_rss_mb": round(max(peaks)),
+        "rss_before_mb": round(base_rss),
+        "load_before": load_before,
+        "load_after": _load(),
     }
 
 
@@ -135,7 +224,11 @@ REF_SCRIPT = textwrap.dedent(
 )
 
 
-def _reference(repeat: int, sizes: tuple[int, int, int]) -> dict[str, object]:
+def _ours_cold(sizes: tuple[int, int, int], warm: int, wide: bool) -> dict[str, Any]:
+    """Ours in this (fresh) process: the same counts as the reference (the 2M-path domain and
+    the non-zero leaves in an in-memory DuckDB), the first release timed, then ``warm`` more.
+    The input holds the leaf and its count (``wide``: its ancestors too, checked by the first
+    release)."""
     import duckdb
     import numpy as np
     import pyarrow as pa
@@ -152,42 +245,93 @@ def _reference(repeat: int, sizes: tuple[int, int, int]) -> dict[str, object]:
     con.register("g", pa.table({"a": a, "b": b, "c": c}))
     con.execute("CREATE TABLE geo AS SELECT * FROM g").fetchall()
     nz = values > 0
-    con.register("d", pa.table({"a": a[nz], "b": b[nz], "c": c[nz], "n": values[nz]}))
+    data = {"a": a[nz], "b": b[nz], "c": c[nz], "n": values[nz]}
+    if not wide:
+        del data["a"], data["b"]
+    con.register("d", pa.table(data))
     con.execute("CREATE TABLE data AS SELECT * FROM d").fetchall()
-    ours = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        inftda_sql.release(
-            con,
-            "data",
-            hierarchy=["a", "b", "c"],
-            domain="geo",
-            count="n",
-            epsilon=1.0,
-            delta=1e-8,
-            output="out",
-            overwrite=True,
-        )
-        ours.append(time.perf_counter() - t0)
-    ref_s = None
-    if REF_PY.exists():
-        out = subprocess.run(
-            [str(REF_PY), "-c", REF_SCRIPT, str(n1), str(n2), str(n3)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if out.returncode == 0:
-            ref_s = float(out.stdout.strip().splitlines()[-1])
-        else:
-            print(out.stderr[-2000:], file=sys.stderr)
-    return {
-        "case": "reference",
-        "leaves": leaves,
-        "ours_s": statistics.median(ours),
-        "reference_s": ref_s,
-        "speedup": (ref_s / statistics.median(ours)) if ref_s else None,
+    kw: dict[str, Any] = {
+        "hierarchy": ["a", "b", "c"],
+        "domain": "geo",
+        "count": "n",
+        "epsilon": 1.0,
+        "delta": 1e-8,
+        "output": "out",
+        "overwrite": True,
     }
+    times, stages = [], []
+    for _ in range(1 + warm):
+        t0 = time.perf_counter()
+        r = inftda_sql.release(con, "data", **kw)
+        times.append(time.perf_counter() - t0)
+        stages.append({k: round(v, 3) for k, v in r.timings.items()})
+    return {"cold_s": times[0], "cold_stages": stages[0], "warm_s": times[1:]}
+
+
+def _ensure_reference_env() -> bool:
+    if REF_PY.exists():
+        return True
+    print(f"creating {REF_VENV} ({', '.join(REF_PACKAGES)})", file=sys.stderr)
+    made = subprocess.run([sys.executable, "-m", "venv", str(REF_VENV)], check=False)
+    if made.returncode == 0:
+        pip = [str(REF_VENV / "bin" / "pip"), "install", "-q", *REF_PACKAGES]
+        made = subprocess.run(pip, check=False)
+    return made.returncode == 0 and REF_PY.exists()
+
+
+def _reference(rounds: int, sizes: tuple[int, int, int], wide: bool) -> dict[str, Any]:
+    have_ref = _ensure_reference_env()
+    load_before = _load()
+    ours: list[float] = []
+    ref: list[float] = []
+    warm: list[float] = []
+    stages: list[dict[str, float]] = []
+    for r in range(rounds):
+        for step in ("ours", "ref") if r % 2 == 0 else ("ref", "ours"):
+            if step == "ours":
+                out = subprocess.run(
+                    [sys.executable, __file__, "reference", "--ours-cold", "--ref-sizes",
+                     ",".join(map(str, sizes)), "--warm", "2" if r == 0 else "0",
+                     *(["--ref-wide"] if wide else [])],
+                    capture_output=True, text=True, check=True,
+                    env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+                )  # fmt: skip
+                got = json.loads(out.stdout.strip().splitlines()[-1])
+                ours.append(got["cold_s"])
+                stages.append(got["cold_stages"])
+                warm += got["warm_s"]
+            elif have_ref:
+                out = subprocess.run(
+                    [str(REF_PY), "-c", REF_SCRIPT, *map(str, sizes)],
+                    capture_output=True, text=True, check=False,
+                )  # fmt: skip
+                if out.returncode == 0:
+                    ref.append(float(out.stdout.strip().splitlines()[-1]))
+                else:
+                    print(out.stderr[-2000:], file=sys.stderr)
+    result: dict[str, Any] = {
+        "case": "reference",
+        "input": "leaf, ancestors and count (checked)" if wide else "leaf and count",
+        "sizes": sizes,
+        "leaves": sizes[0] * sizes[1] * sizes[2],
+        "rounds": rounds,
+        "ours_cold_min_s": min(ours),
+        "ours_cold_median_s": statistics.median(ours),
+        "ours_cold_stages_median_round": stages[
+            sorted(range(len(ours)), key=ours.__getitem__)[len(ours) // 2]
+        ],
+        "ours_warm_s": warm,
+        "load_before": load_before,
+        "load_after": _load(),
+    }
+    if ref:
+        result.update(
+            reference_min_s=min(ref),
+            reference_median_s=statistics.median(ref),
+            speedup_cold_medians=statistics.median(ref) / statistics.median(ours),
+            speedup_cold_min=min(ref) / min(ours),
+        )
+    return result
 
 
 #: one cold call of inf_tda on the Series of REF_SCRIPT, in a fresh process (the imports and the
@@ -278,41 +422,54 @@ def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("case", choices=["uk", "italy", "reference", "dropin", "all"])
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--ref-sizes", default="20,100,1000", help="reference tree fan-outs (2M leaves)")
+    p.add_argument("case", choices=[*CASES, "dropin", "all"])
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (>= 5 to quote)")
+    p.add_argument("--check", choices=["cached", "full", "off"], default="cached",
+                   help="check_ancestors of the releases")  # fmt: skip
+    p.add_argument("--ref-sizes", default="100,100,200", help="reference fan-outs (2M leaves)")
+    p.add_argument(
+        "--ref-wide",
+        action="store_true",
+        help="our input holds the ancestor columns too (checked on the cold release)",
+    )
     p.add_argument(
         "--dropin-sizes", default="100,100,200", help="drop-in tree fan-outs (2M leaves)"
     )
     p.add_argument(
         "--no-reference", action="store_true", help="dropin: time ours only (no inf-tda runs)"
     )
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--ours-cold", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--warm", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.child:
-        print(json.dumps(_child(args.case, args.repeat)))
+    sizes = tuple(int(x) for x in args.ref_sizes.split(","))
+    assert len(sizes) == 3
+    if args.ours_cold:
+        print(json.dumps(_ours_cold(sizes, args.warm, args.ref_wide)))  # type: ignore[arg-type]
         return
-    cases = ["uk", "italy", "reference", "dropin"] if args.case == "all" else [args.case]
-    for case in cases:
+    if args.child:
+        print(json.dumps(_child(args.case, args.rounds, args.check)))
+        return
+    for case in [*CASES, "dropin"] if args.case == "all" else [args.case]:
         if case == "dropin":
-            sizes = tuple(int(x) for x in args.dropin_sizes.split(","))
-            res = _dropin(args.repeat, sizes, not args.no_reference)  # type: ignore[arg-type]
+            dropin_sizes = tuple(int(x) for x in args.dropin_sizes.split(","))
+            res = _dropin(args.rounds, dropin_sizes, not args.no_reference)  # type: ignore[arg-type]
         elif case == "reference":
-            sizes = tuple(int(x) for x in args.ref_sizes.split(","))
-            res = _reference(args.repeat, sizes)  # type: ignore[arg-type]
+            res = _reference(args.rounds, sizes, args.ref_wide)  # type: ignore[arg-type]
         else:
+            if case == "uk-file" and UK_DATA.exists():
+                _uk_file()  # built in this process, measured in a fresh one
             out = subprocess.run(
-                [sys.executable, __file__, case, "--child", "--repeat", str(args.repeat)],
-                capture_output=True,
-                text=True,
-                check=False,
+                [sys.executable, __file__, case, "--child", "--rounds", str(args.rounds),
+                 "--check", args.check],
+                capture_output=True, text=True, check=False,
                 env={**os.environ, "PYTHONPATH": str(HERE.parent)},
-            )
+            )  # fmt: skip
             if out.returncode != 0:
                 print(out.stderr[-3000:], file=sys.stderr)
                 continue
             res = json.loads(out.stdout.strip().splitlines()[-1])
-        print(json.dumps(res, indent=1))
+        print(json.dumps(res, indent=1), flush=True)
 
 
 if __name__ == "__main__":

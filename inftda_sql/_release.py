@@ -283,6 +283,7 @@ def release(
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Callable[[LevelStats], None] | None = None,
     return_as: str | None = None,
+    check_ancestors: str = "cached",
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -361,6 +362,13 @@ def release(
         budget_override: release even if it exceeds the budget stored for the input with
             :func:`set_budget` (recorded in the ledger as an override).
         levels_view: also create the view ``<output>_levels`` with every level.
+        check_ancestors: the input needs only the leaf column of every chain (a star schema:
+            the domain gives every leaf its ancestors, and the output takes them from there).
+            Ancestor columns the input does have are checked against the domain, every row:
+            ``"cached"`` (default) once per version of the input (its tables' ids and row
+            counts, its view definitions; an ``UPDATE`` that keeps the row count is not seen),
+            ``"full"`` on every release, ``"off"`` never (they are not read at all). The check
+            reports an inconsistent input; it never changes what is released.
         max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
             ``hierarchical``) or optimise over it (``cbdp``) refuse domains with more cells
             than this.
@@ -412,6 +420,7 @@ def release(
         levels_view=levels_view,
         max_cells=max_cells,
         return_as=return_as,
+        check_ancestors=check_ancestors,
     )
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
     with Scope():  # Ctrl-C after the commit waits for the cleanup (see _interrupts)

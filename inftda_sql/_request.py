@@ -29,7 +29,11 @@ from .mechanisms import REGISTRY, FeatureMechanism, Mechanism, feature_mechanism
 from .mechanisms import get as get_mechanism
 from .mechanisms.base import Guarantee
 
-__all__ = ["ReleaseRequest", "check_int", "normalise_domains"]
+__all__ = ["CHECK_ANCESTORS", "ReleaseRequest", "check_int", "normalise_domains"]
+
+#: the values of ``check_ancestors``: check the input's ancestor columns against the domain
+#: once per input version (default), on every release, or never
+CHECK_ANCESTORS = ("cached", "full", "off")
 
 NO_DOMAIN: tuple[Part, ...] = (
     "no domain given: the categories of every hierarchy column must come from a PUBLIC "
@@ -148,6 +152,7 @@ class ReleaseRequest:
     max_cells: int
     source: RandomSource
     return_as: str | None = None
+    check_ancestors: str = "cached"
 
     @property
     def tree(self) -> TreeSpec:
@@ -222,6 +227,7 @@ class ReleaseRequest:
         levels_view: bool,
         max_cells: object,
         return_as: object = None,
+        check_ancestors: object = "cached",
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them.
 
@@ -267,6 +273,12 @@ class ReleaseRequest:
                 budget, spec, privacy=privacy, contribution=m, distinct=is_distinct, split=split
             )
         source = as_source(seed)
+        if check_ancestors not in CHECK_ANCESTORS:
+            raise SpecError(
+                f"check_ancestors must be one of {', '.join(map(repr, CHECK_ANCESTORS))}, got "
+                f"{check_ancestors!r}",
+                param="check_ancestors",
+            )
         if domain is None and not domain_from_data:
             raise DomainError(*NO_DOMAIN, param="domain")
         if domain is not None and domain_from_data:
@@ -346,6 +358,7 @@ class ReleaseRequest:
             max_cells=cells,
             source=source,
             return_as=None if return_as is None else str(return_as),
+            check_ancestors=str(check_ancestors),
         )
 
     def account(self, chains: Sequence[ChainTree] | None = None) -> Accounting:

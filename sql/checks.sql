@@ -22,19 +22,13 @@ SELECT count(*) FROM $input WHERE $unit IS NULL
 
 -- name: missing_leaf
 -- a leaf value of the input the domain does not list, and how many such values there are
-SELECT $leaf_col, count(*) OVER () FROM $keys WHERE $code IS NULL ORDER BY 1 LIMIT 1
-
--- name: bad_path_count
-SELECT count(*) FILTER (NOT path_ok) FROM $keys
-
--- name: bad_path_codes
-SELECT $codes FROM $keys WHERE NOT path_ok LIMIT 1
+SELECT v, count(*) OVER ()
+FROM (SELECT DISTINCT l.$leaf_col AS v FROM $leaf AS l ANTI JOIN $codes AS c ON c.$leaf_col = l.$leaf_col)
+ORDER BY 1
+LIMIT 1
 
 -- name: leaf_of_code
 SELECT $leaf_col FROM $codes WHERE $code = $$code
-
--- name: total
-SELECT coalesce(sum(n), 0) FROM $keys
 
 -- name: row_count
 SELECT count(*) FROM $input

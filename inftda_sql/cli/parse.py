@@ -14,6 +14,7 @@ from typing import Any
 
 from .._compat import COMPATIBLE_STORAGE_VERSION
 from .._errors import SpecError
+from .._request import CHECK_ANCESTORS
 from .._version import __version__
 from ..core.domains import Domain
 from ..core.features import STRUCTURES, WEIGHTINGS
@@ -146,6 +147,7 @@ RELEASE_KEYS = frozenset({
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
     "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
     "features", "structure", "weights",
+    "check_ancestors",
 })  # fmt: skip
 #: keys of a release config that are no keyword of release(): the file's own spelling of flags
 CONFIG_ONLY_KEYS = frozenset({"domain_columns"})
@@ -194,6 +196,7 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
     for key in (
         *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit",
         "structure", "weights",
+        "check_ancestors",
     ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
@@ -430,6 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
     r.add_argument("--max-cells", type=int, help="limit of full-domain mechanisms")
+    r.add_argument(
+        "--check-ancestors",
+        choices=list(CHECK_ANCESTORS),
+        help="check the input's ancestor columns against the domain once per input version "
+        "(cached, the default), on every release (full) or never (off)",
+    )
     r.add_argument(
         "--storage-version",
         help="refuse a file older DuckDB versions cannot read (e.g. v1.0.0)",

@@ -46,6 +46,7 @@ string ``"inf"``, so both dictionaries pass ``json.dumps(..., allow_nan=False)``
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import numbers
@@ -406,6 +407,13 @@ def epsilon_to_rho(epsilon: float, delta: float, conversion: str = "tight") -> f
     simple = log_inv * (x / (math.sqrt(1.0 + x) + 1.0)) ** 2
     if conv == "simple":
         return simple
+    return _tight_rho(e, d, simple)
+
+
+@functools.lru_cache(maxsize=256)
+def _tight_rho(e: float, d: float, simple: float) -> float:
+    """The tight conversion's bisection (pure: the same budget, the same answer; kept, because
+    it costs milliseconds and every release and plan asks for it)."""
     log_target = math.log(d)
     lo = simple
     while lo > 0.0 and _tight_log_delta(lo, e) > log_target:  # pragma: no cover - rounding

@@ -29,7 +29,7 @@ from .intopt import intopt
 from .noise import draw_discrete_gaussian
 from .rng import RandomSource
 from .spec import TreeSpec
-from .tree import ChainTree, LevelStats, TopDownResult, key_strides
+from .tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
 
 __all__ = ["Optimizer", "topdown"]
 
@@ -178,8 +178,9 @@ def topdown(
         optimizer: ``(y, targets, offsets) -> x`` per level; IntOpt by default.
         progress: called after each level with its statistics.
         threads: chunks of a level processed in parallel (numpy and the CSPRNG release the
-            GIL). Each chunk has its own random stream spawned in order, so a seeded run gives
-            the same result whatever the thread count.
+            GIL), by one pool for all levels. Each chunk has its own random stream spawned in
+            order, so a seeded run gives the same result whatever the thread count. The next
+            level's true counts are fetched by another thread meanwhile.
     """
     opt: Optimizer = optimizer or (lambda y, t, o: intopt(y, t, o))
     k = len(spec.chains)
@@ -207,56 +208,72 @@ def topdown(
         progress(stats[-1])
 
     sizes = [chain.sizes for chain in chains]
-    for level in range(1, spec.n_levels + 1):
-        t0 = time.perf_counter()
-        c = spec.refined_chain(level)
-        depth = spec.levels[level][c]
-        strides = key_strides(spec, level, sizes)
-        off = chains[c].child_offsets[depth]
-        sigma = float(sigmas[level])
-        child_counts = off[codes[c] + 1] - off[codes[c]]
-        if np.all(child_counts == 1):  # the level repeats its parents: no true count needed
-            keys_true = counts_true = np.zeros(0, dtype=np.int64)
-        else:
-            keys_true, counts_true = true_level(level, strides)
 
-        n_parents = int(values.size)
-        job = _LevelJob(
-            c,
-            codes,
-            values,
-            off[codes[c]],
-            child_counts,
-            strides,
-            keys_true,
-            counts_true,
-            sigma,
-            opt,
-        )
-        chunks = _chunks(job.child_counts)
-        sources = source.spawn(len(chunks))
-        if len(chunks) > 1 and threads > 1:
-            with ThreadPoolExecutor(min(threads, len(chunks))) as pool:
-                parts = list(pool.map(job.run, chunks, sources))
-        else:
-            parts = [job.run(chunk, src) for chunk, src in zip(chunks, sources, strict=True)]
-        noised = sum(p[2] for p in parts)
-        codes = [
-            np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
-            for j in range(k)
-        ]
-        values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-        stats.append(
-            LevelStats(
-                level,
-                spec.level_name(level),
-                n_parents,
-                noised,
-                int(values.size),
+    determined = determined_levels(spec, sizes)
+    empty: tuple[I64, I64] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+    def level_counts(level: int) -> tuple[I64, I64]:
+        if determined[level - 1]:  # every parent passes its value to its lone child
+            return empty
+        return true_level(level, key_strides(spec, level, sizes))
+
+    with contextlib.ExitStack() as stack:
+        # one pool for every level; one more thread fetches the next level's true counts while
+        # this level's chunks run (they do not depend on what this level releases)
+        pool = stack.enter_context(ThreadPoolExecutor(threads)) if threads > 1 else None
+        fetcher = stack.enter_context(ThreadPoolExecutor(1))
+        pending = fetcher.submit(level_counts, 1) if spec.n_levels else None
+        for level in range(1, spec.n_levels + 1):
+            t0 = time.perf_counter()
+            c = spec.refined_chain(level)
+            depth = spec.levels[level][c]
+            strides = key_strides(spec, level, sizes)
+            assert pending is not None
+            keys_true, counts_true = pending.result()
+            if level < spec.n_levels:
+                pending = fetcher.submit(level_counts, level + 1)
+            off = chains[c].child_offsets[depth]
+            sigma = float(sigmas[level])
+            child_counts = off[codes[c] + 1] - off[codes[c]]
+            if np.all(child_counts == 1):  # the level repeats its parents: no true count needed
+                keys_true, counts_true = empty
+
+            n_parents = int(values.size)
+            job = _LevelJob(
+                c,
+                codes,
+                values,
+                off[codes[c]],
+                child_counts,
+                strides,
+                keys_true,
+                counts_true,
                 sigma,
-                time.perf_counter() - t0,
+                opt,
             )
-        )
-        if progress:
-            progress(stats[-1])
+            chunks = _chunks(job.child_counts)
+            sources = source.spawn(len(chunks))
+            if len(chunks) > 1 and pool is not None:
+                parts = list(pool.map(job.run, chunks, sources))
+            else:
+                parts = [job.run(chunk, src) for chunk, src in zip(chunks, sources, strict=True)]
+            noised = sum(p[2] for p in parts)
+            codes = [
+                np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
+                for j in range(k)
+            ]
+            values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+            stats.append(
+                LevelStats(
+                    level,
+                    spec.level_name(level),
+                    n_parents,
+                    noised,
+                    int(values.size),
+                    sigma,
+                    time.perf_counter() - t0,
+                )
+            )
+            if progress:
+                progress(stats[-1])
     return TopDownResult(codes=tuple(codes), counts=values, levels=tuple(stats))

@@ -29,6 +29,7 @@ __all__ = [
     "code_paths",
     "determined_levels",
     "key_strides",
+    "paths_sorted",
 ]
 
 
@@ -62,6 +63,17 @@ class ChainTree:
             offsets.append(off)
             sizes.append(int(par.size))
         return cls(sizes=tuple(sizes), child_offsets=tuple(offsets))
+
+    def parents(self, depth: int) -> I64:
+        """The parent code (of depth ``depth - 1``) of every depth-``depth`` node.
+
+        Example:
+            >>> ChainTree.from_parents([np.array([0, 0]), np.array([0, 0, 1])]).parents(2)
+            array([0, 0, 1])
+        """
+        off = self.child_offsets[depth]
+        out: I64 = np.repeat(np.arange(off.size - 1, dtype=np.int64), np.diff(off))
+        return out
 
 
 @dataclass(frozen=True)
@@ -157,25 +169,69 @@ def determined_levels(spec: TreeSpec, sizes: Sequence[Sequence[int]]) -> tuple[b
     return tuple(out)
 
 
-def _changes(table: pa.Table, depth: int) -> npt.NDArray[np.bool_]:
-    """Boolean per row: does the path of depth ``depth`` differ from the previous row's?"""
-    n = table.num_rows
-    change = np.zeros(n, dtype=bool)
-    change[:1] = True
-    for col in table.columns[:depth]:
-        values = col.combine_chunks()
-        neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
-        change[1:] |= neq.to_numpy(zero_copy_only=False)
-    return change
+def _column(table: pa.Table, index: int) -> pa.Array:
+    column = table.column(index)
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
 
 
-def _has_repeats(first_values: pa.ChunkedArray, n_nodes: int) -> bool:
+def _not_equal_to_previous(values: pa.Array) -> npt.NDArray[np.bool_]:
+    """Boolean per row (the first row True): does the value differ from the previous row's?"""
+    n = len(values)
+    out = np.ones(n, dtype=bool)
+    if n > 1:
+        if pa.types.is_integer(values.type) and not values.null_count:
+            arr = values.to_numpy()
+            np.not_equal(arr[1:], arr[:-1], out=out[1:])
+        else:
+            neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+            out[1:] = neq.fill_null(True).to_numpy(zero_copy_only=False)
+    return out
+
+
+def paths_sorted(paths: pa.Table) -> bool:
+    """Whether the rows of ``paths`` are in ascending order of the columns, first column first
+    (repeats allowed): the order ``ORDER BY ALL`` gives under DuckDB's default binary collation,
+    so a domain read in that order needs no sort. Any NULL or NaN makes it False.
+
+    Example:
+        >>> paths_sorted(pa.table({"r": ["N", "N", "S"], "c": ["b", "b", "a"]}))
+        True
+        >>> paths_sorted(pa.table({"r": ["N", "N", "S"], "c": ["b", "a", "a"]}))
+        False
+    """
+    n = paths.num_rows
+    if n < 2:
+        return all(_column(paths, i).null_count == 0 for i in range(paths.num_columns))
+    before = np.zeros(n - 1, dtype=bool)  # row i-1 < row i on the columns so far
+    equal = np.ones(n - 1, dtype=bool)  # row i-1 == row i on the columns so far
+    for i in range(paths.num_columns):
+        values = _column(paths, i)
+        prev, cur = values.slice(0, n - 1), values.slice(1)
+        if pa.types.is_integer(values.type) and not values.null_count:
+            a, b = prev.to_numpy(), cur.to_numpy()
+            less, same = a < b, a == b
+        else:
+            less = pc.less(prev, cur).fill_null(False).to_numpy(zero_copy_only=False)
+            same = pc.equal(prev, cur).fill_null(False).to_numpy(zero_copy_only=False)
+        before |= equal & less
+        equal &= same
+    return bool((before | equal).all())
+
+
+def _has_repeats(first_values: pa.Array, n_nodes: int) -> bool:
     """True if a value names two nodes of a depth (one value per node: its first row)."""
-    values = first_values.combine_chunks()
-    if pa.types.is_integer(values.type):
-        arr = np.sort(values.to_numpy())
+    if pa.types.is_integer(first_values.type):
+        arr = first_values.to_numpy()
+        if arr.size < 2 or bool((arr[1:] > arr[:-1]).all()):  # increasing: no repeats
+            return False
+        arr = np.sort(arr)
         return bool(np.any(arr[1:] == arr[:-1]))
-    return bool(pc.count_distinct(values).as_py() != n_nodes)
+    n = len(first_values)
+    if n < 2:
+        return False
+    if bool(pc.all(pc.greater(first_values.slice(1), first_values.slice(0, n - 1))).as_py()):
+        return False
+    return bool(pc.count_distinct(first_values).as_py() != n_nodes)
 
 
 @dataclass(frozen=True)
@@ -193,6 +249,27 @@ class CodedPaths:
     not_nested: int | None
 
 
+def _tree(codes: Sequence[I64], starts: Sequence[npt.NDArray[np.bool_]]) -> ChainTree:
+    """The tree of coded paths: ``codes[d - 1]`` the depth-``d`` code of every path (in code
+    order), ``starts[d - 1]`` where a depth-``d`` node starts. A parent's first child is the
+    child code at the row where the parent starts, so the child ranges are read off directly."""
+    sizes = [1]
+    offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
+    previous: npt.NDArray[np.bool_] | None = None
+    for code, start in zip(codes, starts, strict=True):
+        n_nodes = int(code[-1]) + 1 if code.size else 0
+        off = np.empty(sizes[-1] + 1, dtype=np.int64)
+        if previous is None:
+            off[0] = 0
+        else:
+            off[:-1] = code[previous]
+        off[-1] = n_nodes
+        offsets.append(off)
+        sizes.append(n_nodes)
+        previous = start
+    return ChainTree(sizes=tuple(sizes), child_offsets=tuple(offsets))
+
+
 def code_paths(paths: pa.Table) -> CodedPaths:
     """Code a chain's domain paths, given sorted by (parent path, value) with repeats allowed.
 
@@ -203,25 +280,35 @@ def code_paths(paths: pa.Table) -> CodedPaths:
     of nodes of its depth.
 
     Example:
-        >>> import pyarrow as pa
         >>> coded = code_paths(pa.table({"r": ["N", "N", "S"], "c": ["a", "b", "c"]}))
         >>> [c.tolist() for c in coded.codes], coded.tree.sizes
         ([[0, 0, 1], [0, 1, 2]], (1, 2, 3))
     """
     n_cols = paths.num_columns
-    distinct = _changes(paths, n_cols)
+    # starts[d - 1]: the row starts a new depth-d node (a change in one of the first d columns)
+    starts: list[npt.NDArray[np.bool_]] = []
+    for d in range(n_cols):
+        neq = _not_equal_to_previous(_column(paths, d))
+        if starts:
+            np.logical_or(neq, starts[-1], out=neq)
+        starts.append(neq)
+    distinct = starts[-1]
     if not distinct.all():  # the domain lists some paths twice
         paths = paths.filter(pa.array(distinct))
+        starts = [c[distinct] for c in starts]
     codes: list[I64] = []
-    parents: list[I64] = []
-    previous: I64 | None = None
     for d in range(1, n_cols + 1):
-        change = _changes(paths, d)
-        code = np.cumsum(change, dtype=np.int64) - 1
+        start = starts[d - 1]
+        if d == n_cols:  # the distinct paths themselves
+            code = np.arange(start.size, dtype=np.int64)
+        else:
+            code = np.cumsum(start, dtype=np.int64)
+            code -= 1
         n_nodes = int(code[-1]) + 1
-        if d > 1 and _has_repeats(paths.column(d - 1).filter(pa.array(change)), n_nodes):
-            return CodedPaths(paths, tuple(codes), None, d)
-        parents.append(np.zeros(n_nodes, dtype=np.int64) if previous is None else previous[change])
+        if d > 1:
+            values = _column(paths, d - 1)
+            firsts = values if d == n_cols else values.filter(pa.array(start))
+            if _has_repeats(firsts, n_nodes):
+                return CodedPaths(paths, tuple(codes), None, d)
         codes.append(code)
-        previous = code
-    return CodedPaths(paths, tuple(codes), ChainTree.from_parents(parents), None)
+    return CodedPaths(paths, tuple(codes), _tree(codes, starts), None)

@@ -1,10 +1,29 @@
+-- leaf_counts(NAMES, SPEC, ...): microdata, ancestors not checked
+-- The one scan of the private input, grouped by the leaf column of every chain (in a nested
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
+CREATE TEMP TABLE "__inftda_g_leaf" AS
+SELECT "o_mun", "d_mun",
+       count(*)::BIGINT AS __n,
+       0 AS __nulls,
+       0 AS __neg,
+       0 AS __frac,
+       0 AS __big
+FROM "trips"
+GROUP BY "o_mun", "d_mun";
+
 -- leaf_counts(NAMES, SPEC, ...): microdata
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        count(*)::BIGINT AS __n,
@@ -19,11 +38,12 @@ GROUP BY "o_mun", "d_mun";
 
 -- leaf_counts(NAMES, SPEC, ...): integer count column n
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        sum("n") AS __n,
@@ -38,11 +58,12 @@ GROUP BY "o_mun", "d_mun";
 
 -- leaf_counts(NAMES, SPEC, ...): fractional count column w
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        sum("w"::DOUBLE) AS __n,
@@ -57,11 +78,12 @@ GROUP BY "o_mun", "d_mun";
 
 -- leaf_counts(NAMES, SPEC, ...): a 128-bit count column n (wide)
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        sum(TRY_CAST("n" AS BIGINT)) AS __n,
@@ -76,11 +98,12 @@ GROUP BY "o_mun", "d_mun";
 
 -- leaf_counts(NAMES, SPEC, ...): an ENUM ancestor
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        count(*)::BIGINT AS __n,
@@ -95,11 +118,12 @@ GROUP BY "o_mun", "d_mun";
 
 -- leaf_counts(NAMES, SPEC, ...): bound_units() input
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        (count(*) FILTER (WHERE __keep))::BIGINT AS __n,

@@ -15,11 +15,12 @@ FROM "geo_d"
 ORDER BY ALL;
 
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on (hashing
--- strings of every row is what a scan pays for most); instead min and max of one hash of them
--- per leaf cell let the next step check every row's path against the domain. The count
--- checks keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64),
--- never a value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
+-- release checks them against the domain, min and max of one hash of them per leaf cell let
+-- the next step check every row's path; hashing every row's ancestors is what such a scan pays
+-- for most, so by default that check runs once per version of the input. The count checks
+-- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
+-- value: their messages name the number of rows, not a private count.
 CREATE TEMP TABLE "__inftda_t_leaf" AS
 SELECT "o_mun", "d_mun",
        sum("n") AS __n,
@@ -32,78 +33,24 @@ SELECT "o_mun", "d_mun",
 FROM "od"
 GROUP BY "o_mun", "d_mun";
 
--- Replace every chain's values by its integer codes (one row per non-empty leaf cell), and
--- check the input against the domain in the same pass: a leaf value the domain does not list
--- has no code (NULL), and path_ok tells whether every input row's ancestors are those the
--- domain gives its leaf.
-CREATE TEMP TABLE "__inftda_t_keys" AS
-SELECT c0.__d1 AS "__c0_d1", c0.__d2 AS "__c0_d2", c1.__d1 AS "__c1_d1", c1.__d2 AS "__c1_d2", c1.__d3 AS "__c1_d3", l.__n::BIGINT AS n,
-       (l.__hmin = l.__hmax AND l.__hmin = hash(c0."o_reg", c1."d_reg", c1."d_prov")) AS path_ok,
-       l."o_mun", l."d_mun"
+-- The leaf cells with the public domain's leaf code of every chain instead of their values (a
+-- leaf value the domain does not list gets no code: NULL), fetched once; every level's counts
+-- are sums of these cells. When the release checks the input's ancestors, path_ok tells
+-- whether every input row of the cell carried the ancestors the domain gives its leaf.
+SELECT c0.__d2 AS "__leaf0", c1.__d3 AS "__leaf1", l.__n::BIGINT AS n,
+       (l.__hmin = l.__hmax AND l.__hmin = hash(c0."o_reg", c1."d_reg", c1."d_prov")) AS path_ok
 FROM "__inftda_t_leaf" AS l
 LEFT JOIN "__inftda_t_codes_0" AS c0 ON c0."o_mun" = l."o_mun"
 LEFT JOIN "__inftda_t_codes_1" AS c1 ON c1."d_mun" = l."d_mun";
 
--- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
--- Non-zero counts only (the contract of Engine.level_counts): a leaf cell whose every record
--- was dropped by contribution bounding, or an explicit zero row of a count= input, stays in
--- the keys table for the checks of the input but never reaches a mechanism. Counts are
--- checked non-negative before this runs, so a level's sum over the kept rows is positive.
-SELECT ("__c1_d1" * 1)::BIGINT AS key, sum(n)::BIGINT AS n
-FROM "__inftda_t_keys"
-WHERE n > 0
-GROUP BY 1
-ORDER BY 1;
-
--- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
--- Non-zero counts only (the contract of Engine.level_counts): a leaf cell whose every record
--- was dropped by contribution bounding, or an explicit zero row of a count= input, stays in
--- the keys table for the checks of the input but never reaches a mechanism. Counts are
--- checked non-negative before this runs, so a level's sum over the kept rows is positive.
-SELECT ("__c0_d1" * 1 + "__c1_d1" * 2)::BIGINT AS key, sum(n)::BIGINT AS n
-FROM "__inftda_t_keys"
-WHERE n > 0
-GROUP BY 1
-ORDER BY 1;
-
--- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
--- Non-zero counts only (the contract of Engine.level_counts): a leaf cell whose every record
--- was dropped by contribution bounding, or an explicit zero row of a count= input, stays in
--- the keys table for the checks of the input but never reaches a mechanism. Counts are
--- checked non-negative before this runs, so a level's sum over the kept rows is positive.
-SELECT ("__c0_d1" * 3 + "__c1_d2" * 1)::BIGINT AS key, sum(n)::BIGINT AS n
-FROM "__inftda_t_keys"
-WHERE n > 0
-GROUP BY 1
-ORDER BY 1;
-
--- True counts of one tree level, keyed by the mixed-radix code of its cell, sorted by key.
--- Non-zero counts only (the contract of Engine.level_counts): a leaf cell whose every record
--- was dropped by contribution bounding, or an explicit zero row of a count= input, stays in
--- the keys table for the checks of the input but never reaches a mechanism. Counts are
--- checked non-negative before this runs, so a level's sum over the kept rows is positive.
-SELECT ("__c0_d2" * 1 + "__c1_d2" * 3)::BIGINT AS key, sum(n)::BIGINT AS n
-FROM "__inftda_t_keys"
-WHERE n > 0
-GROUP BY 1
-ORDER BY 1;
-
--- True counts of the finest level (every chain at its leaf), keyed by the mixed-radix code of
--- the leaf cell, sorted by key: the keys table has one row per leaf cell already (the scan
--- grouped by the leaf columns, and a nested domain gives each leaf value one path), so no
--- GROUP BY. Non-zero counts only, as for every level (sql/level_counts.sql).
-SELECT ("__c0_d2" * 4 + "__c1_d3" * 1)::BIGINT AS key, n::BIGINT AS n
-FROM "__inftda_t_keys"
-WHERE n > 0
-ORDER BY 1;
-
--- The released leaf table: hierarchy columns decoded from the codes, positive counts only.
+-- The released leaf table: the hierarchy columns decoded from the public domain's codes and the
+-- positive counts, in the order of the leaf codes (chain after chain), which is the order of
+-- the hierarchy columns (the domain is coded in that order). The rows come in that order, and
+-- DuckDB keeps it (preserve_insertion_order, its default); without that setting the order is
+-- spelled out.
 CREATE TABLE "out" AS
-SELECT c0."o_reg", c0."o_mun", c1."d_reg", c1."d_prov", c1."d_mun", r."count"::BIGINT AS "count"
-FROM "__inftda_t_released" AS r
-JOIN "__inftda_t_codes_0" AS c0 ON c0.__d2 = r."__leaf0"
-JOIN "__inftda_t_codes_1" AS c1 ON c1.__d3 = r."__leaf1"
-ORDER BY "o_reg", "o_mun", "d_reg", "d_prov", "d_mun";
+SELECT "o_reg", "o_mun", "d_reg", "d_prov", "d_mun", "count"::BIGINT AS "count"
+FROM "__inftda_t_released";
 
 -- Every level of the release as sums of its leaves (consistent by construction).
 CREATE VIEW "out_levels" AS

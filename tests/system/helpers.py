@@ -86,13 +86,16 @@ def snapshot(con: duckdb.DuckDBPyConnection) -> list[Any]:
 
 
 def leftovers(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Temporary objects of a release still in the catalog (tables, views, registrations)."""
+    """Temporary objects of a release still in the catalog (tables, views, registrations); the
+    caches a release keeps on purpose (``__inftda_checks``, ``__inftda_domains`` and its
+    ``__inftda_domain_<key>`` tables) are not leftovers."""
     return [
         r[0]
         for r in con.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE starts_with(table_name, '__inftda') ORDER BY 1"
         ).fetchall()
+        if r[0] != "__inftda_checks" and not r[0].startswith("__inftda_domain")
     ]
 
 

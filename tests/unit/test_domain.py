@@ -32,7 +32,7 @@ def test_a_nested_domain_is_coded_and_registered(con: duckdb.DuckDBPyConnection)
         con,
         "('S','S1','s1b'), ('N','N1','n1a'), ('N','N2','n2a'), ('N','N1','n1b'), ('S','S1','s1a')",
     )
-    tree = build_chain(con, NAMES, 0, CHAIN, geo, ["VARCHAR"] * 3, "domain")
+    tree = build_chain(con, NAMES, 0, CHAIN, geo, ["VARCHAR"] * 3, "domain").tree
     assert tree.sizes == (1, 2, 3, 5)
     # root: regions 0..1; N: provinces 0..1, S: 2; N1: muns 0..1, N2: 2, S1: 3..4
     assert [o.tolist() for o in tree.child_offsets[1:]] == [[0, 2], [0, 2, 3], [0, 2, 3, 5]]
@@ -51,7 +51,7 @@ def test_a_nested_domain_is_coded_and_registered(con: duckdb.DuckDBPyConnection)
 
 def test_repeated_paths_are_listed_once(con: duckdb.DuckDBPyConnection) -> None:
     geo = _domain(con, "('N','N1','a'), ('N','N1','a'), ('N','N1','b'), ('N','N1','a')")
-    tree = build_chain(con, NAMES, 1, CHAIN, geo, ["VARCHAR"] * 3, "domain")
+    tree = build_chain(con, NAMES, 1, CHAIN, geo, ["VARCHAR"] * 3, "domain").tree
     assert tree.sizes == (1, 1, 1, 2)
     assert con.execute(f'SELECT mun, __d3 FROM "{NAMES.codes(1)}"').fetchall() == [
         ("a", 0),

@@ -94,7 +94,7 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
         assert _temporary(db, engine) == ["codes_0", "domain_0"]
         found = engine.scan()
         assert found == Scan(total=16, diagnostics={})
-        assert _temporary(db, engine) == ["codes_0", "domain_0", "keys", "leaf"]
+        assert _temporary(db, engine) == ["codes_0", "domain_0", "leaf"]
         keys, counts = engine.level_counts(1, (1,))
         assert (keys.tolist(), counts.tolist()) == ([1, 2], [8, 8])  # North, South (East 0)
         result = req.mechanism.run(
@@ -133,7 +133,7 @@ def test_a_relation_input_and_domain_from_data(db: duckdb.DuckDBPyConnection) ->
         (tree,) = engine.code_domains()
         assert tree.sizes == (1, 1, 2, 2)  # only what the data holds
         assert engine.scan().total == 8
-        assert _temporary(db, engine) == ["codes_0", "input", "keys", "leaf"]
+        assert _temporary(db, engine) == ["codes_0", "input", "leaf"]
     assert _temporary(db, engine) == []
 
 

@@ -32,7 +32,6 @@ import pytest
 
 from inftda_sql.core.features import Lattice, code_lattice, parse_features
 from inftda_sql.core.spec import parse_hierarchy
-from inftda_sql.core.tree import key_strides
 from inftda_sql.engines.duckdb import compile as _compile
 from inftda_sql.engines.duckdb.domain import build_chain
 from tests.conftest import UPDATE_GOLDEN
@@ -41,15 +40,16 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NAMES = _compile.TempNames("__inftda_g_")
 SPEC = parse_hierarchy([["o_reg", "o_mun"], ["d_reg", "d_mun"]], "destination")
 ORIGIN, DESTINATION = SPEC.chains
-SIZES = [(1, 2, 3), (1, 2, 3)]
-LEAF = ('"__inftda_g_leaf"', '"__inftda_g_keys"')
+LEAF = '"__inftda_g_leaf"'
+#: the ancestor columns, checked against the domain
+ANCESTORS = ("o_reg", "d_reg")
 #: public functions of compile.py that do not return SQL
 NOT_SQL = {
     "TempNames",
     "ancestors",
-    "code_column",
     "depth_code",
     "feature_set_mask",
+    "leaf_code",
     "level_cell_columns",
     "query_code",
 }
@@ -107,12 +107,11 @@ def world(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _scan(con: duckdb.DuckDBPyConnection, table: str, count: str | None = "n") -> None:
-    """leaf_counts then leaf_codes on ``table`` (the scan's first two statements)."""
-    for name in (NAMES.leaf, NAMES.keys):
-        _run(con, f'DROP TABLE IF EXISTS "{name}"')
-    _run(con, _compile.leaf_counts(NAMES, SPEC, f'"{table}"', count, True))
-    _run(con, _compile.leaf_codes(NAMES, SPEC))
+def _scan(con: duckdb.DuckDBPyConnection, table: str, count: str | None = "n") -> Rows:
+    """leaf_counts then leaf_codes on ``table`` (the scan's two statements): the fetched cells."""
+    _run(con, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
+    _run(con, _compile.leaf_counts(NAMES, SPEC, f'"{table}"', count, True, check=ANCESTORS))
+    return _rows(con, _compile.leaf_codes(NAMES, SPEC, ANCESTORS))
 
 
 # ----------------------------------------------------------------------------- coverage
@@ -221,9 +220,7 @@ def test_golden_bound_units(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     assert again == _rows(world, f"SELECT * FROM {records} WHERE __keep ORDER BY ALL", salt)
 
 
-LEAF_ROWS = (
-    "SELECT o_mun, d_mun, __n, __nulls, __neg, __frac, __big, __hmin = __hmax FROM {} ORDER BY 1, 2"
-)
+LEAF_ROWS = "SELECT o_mun, d_mun, __n, __nulls, __neg, __frac, __big, {} FROM {} ORDER BY 1, 2"
 
 
 def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
@@ -231,13 +228,19 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
         "CREATE TABLE trips_enum AS SELECT * REPLACE (o_reg::ENUM('A', 'B') AS o_reg) FROM trips"
     ).fetchall()
     bounded_input = _compile.bound_units(SPEC.columns, '"trips"', "u", distinct=False, m=1)
+    check = {"check": ANCESTORS}
     variants = [
-        ("microdata", ('"trips"', None, True), {}),
-        ("integer count column n", ('"trips"', "n", True), {}),
-        ("fractional count column w", ('"trips"', "w", False), {}),
-        ("a 128-bit count column n (wide)", ('"trips"', "n", True), {"wide": True}),
-        ("an ENUM ancestor", ('"trips_enum"', None, True), {"as_varchar": frozenset({"o_reg"})}),
-        ("bound_units() input", (bounded_input, None, True), {"bounded": True}),
+        ("microdata, ancestors not checked", ('"trips"', None, True), {}),
+        ("microdata", ('"trips"', None, True), check),
+        ("integer count column n", ('"trips"', "n", True), check),
+        ("fractional count column w", ('"trips"', "w", False), check),
+        ("a 128-bit count column n (wide)", ('"trips"', "n", True), {"wide": True, **check}),
+        (
+            "an ENUM ancestor",
+            ('"trips_enum"', None, True),
+            {"as_varchar": frozenset({"o_reg"}), **check},
+        ),
+        ("bound_units() input", (bounded_input, None, True), {"bounded": True, **check}),
     ]
     compiled = [_compile.leaf_counts(NAMES, SPEC, *args, **kw) for _, args, kw in variants]
     golden(
@@ -253,8 +256,9 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     for sql in compiled:
         _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
         _run(world, sql, {"salt": "ab" * 32} if "$salt" in sql else None)
-        results.append(_rows(world, LEAF_ROWS.format(LEAF[0])))
-    microdata, counted, fractional, wide, enum, bounded = results
+        hashes = "__hmin = __hmax" if "__hmin" in sql else "NULL"
+        results.append(_rows(world, LEAF_ROWS.format(hashes, LEAF)))
+    unchecked, microdata, counted, fractional, wide, enum, bounded = results
     # o_mun d_mun  n  NULL, negative, not whole, beyond int64 rows  path checks out
     assert microdata == [
         ("a1", "x1", 2, 0, 0, 0, 0, True),
@@ -262,6 +266,7 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
         ("a2", "y1", 1, 0, 0, 0, 0, True),
         ("b1", "x2", 1, 0, 0, 0, 0, True),
     ]
+    assert unchecked == [(*r[:-1], None) for r in microdata]  # no hashes taken
     assert counted == [
         ("a1", "x1", 3, 0, 0, 0, 0, True),
         ("a1", "y1", 1, 0, 0, 0, 0, True),
@@ -275,53 +280,41 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     # the ENUM column's path hash is taken as VARCHAR, as the domain's is: the paths check out
     # (an ENUM hashes differently from the same VARCHAR, so without as_varchar they would not)
     for as_varchar, ok in ((frozenset({"o_reg"}), True), (frozenset(), False)):
-        _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"; DROP TABLE IF EXISTS "{NAMES.keys}"')
-        _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips_enum"', None, True, as_varchar))
-        _run(world, _compile.leaf_codes(NAMES, SPEC))
-        assert _rows(world, f"SELECT bool_and(path_ok) FROM {LEAF[1]}") == [(ok,)]
+        _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
+        _run(
+            world,
+            _compile.leaf_counts(
+                NAMES, SPEC, '"trips_enum"', None, True, as_varchar, check=ANCESTORS
+            ),
+        )
+        fetched = _rows(world, _compile.leaf_codes(NAMES, SPEC, ANCESTORS))
+        assert all(path_ok for *_, path_ok in fetched) is ok
 
 
 def test_golden_leaf_codes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.leaf_codes(NAMES, SPEC)
-    golden("leaf_codes.sql", _text(("leaf_codes(NAMES, SPEC)", sql)))
-    _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips"', None, True))
-    _run(world, sql)
-    assert _rows(world, f"SELECT * FROM {LEAF[1]} ORDER BY o_mun, d_mun") == [
-        # c0_d1 c0_d2 c1_d1 c1_d2  n  path_ok  o_mun d_mun
-        (0, 0, 0, 0, 2, True, "a1", "x1"),
-        (0, 0, 1, 2, 1, True, "a1", "y1"),
-        (0, 1, 1, 2, 1, True, "a2", "y1"),
-        (1, 2, 0, 1, 1, True, "b1", "x2"),
-    ]
-
-
-def test_golden_level_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    strides = [key_strides(SPEC, lv, SIZES) for lv in range(1, SPEC.n_levels + 1)]
-    assert strides == [(2, 1), (1, 2), (3, 1), (1, 3)]
-    compiled = [_compile.level_counts(NAMES, SPEC, lv, st) for lv, st in enumerate(strides, 1)]
+    checked = _compile.leaf_codes(NAMES, SPEC, ANCESTORS)
+    plain = _compile.leaf_codes(NAMES, SPEC)
+    cached = _compile.leaf_codes(NAMES, SPEC, codes=['"cached_o"', '"cached_d"'])
     golden(
-        "level_counts.sql",
+        "leaf_codes.sql",
         _text(
-            *(
-                (f"level_counts(NAMES, SPEC, {lv}, {st}): {SPEC.level_name(lv)}", sql)
-                for lv, (st, sql) in enumerate(zip(strides, compiled, strict=True), 1)
-            )
+            ("leaf_codes(NAMES, SPEC, ('o_reg', 'd_reg'))", checked),
+            ("leaf_codes(NAMES, SPEC)", plain),
+            ("leaf_codes(NAMES, SPEC, codes=['\"cached_o\"', '\"cached_d\"'])", cached),
         ),
     )
-    _scan(world, "trips", count=None)
-    assert [_rows(world, sql) for sql in compiled] == [
-        [(0, 3), (1, 2)],  # d_reg: X, Y
-        [(0, 2), (1, 1), (2, 2)],  # o_reg x d_reg: (A,X), (B,X), (A,Y)
-        [(0, 2), (2, 2), (4, 1)],  # o_reg x d_mun: (A,x1), (A,y1), (B,x2)
-        [(0, 2), (5, 1), (6, 1), (7, 1)],  # o_mun x d_mun: a1x1, b1x2, a1y1, a2y1
+    _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips"', None, True, check=ANCESTORS))
+    assert sorted(_rows(world, checked)) == [
+        # leaf0 leaf1 n path_ok: (a1, x1), (a1, y1), (a2, y1), (b1, x2)
+        (0, 0, 2, True),
+        (0, 2, 1, True),
+        (1, 2, 1, True),
+        (2, 1, 1, True),
     ]
-    # cells with a true count of 0 stay in the keys table (for the checks) but in no level
-    _table(world, "with_zero", [*TRIPS, (4, "B", "b1", "Y", "y1", 0, 0.0)])
-    _scan(world, "with_zero")
-    assert _rows(world, f"SELECT count(*) FROM {LEAF[1]} WHERE n = 0") == [(1,)]
-    counts = [_rows(world, sql) for sql in compiled]
-    assert all(n > 0 for level in counts for _, n in level)
-    assert counts[-1] == [(0, 3), (5, 3), (6, 1), (7, 4)]  # b1 y1 (key 8) left out
+    assert sorted(_rows(world, plain)) == [(0, 0, 2), (0, 2, 1), (1, 2, 1), (2, 1, 1)]
+    for c in range(2):  # a code table stored elsewhere (the domain cache) is joined the same way
+        world.execute(f'CREATE TABLE "cached_{"od"[c]}" AS FROM "{NAMES.codes(c)}"').fetchall()
+    assert sorted(_rows(world, cached)) == sorted(_rows(world, plain))
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -406,31 +399,22 @@ def test_golden_missing_leaf(world: duckdb.DuckDBPyConnection, golden: Golden) -
         "outside",
         [*TRIPS, (4, "A", "a1", "Y", "zz", 1, 1.0), (4, "A", "a1", "Y", "zy", 1, 1.0)],
     )
-    _scan(world, "outside")
+    fetched = _scan(world, "outside")
+    assert sum(r[1] is None for r in fetched) == 2  # two leaf cells without a destination code
     assert _rows(world, origin) == []
     assert _rows(world, destination) == [("zy", 2)]  # the first value, and how many there are
+    _table(
+        world, "outside_twice", [*TRIPS, *[(4, "A", m, "Y", "zz", 1, 1.0) for m in ("a1", "a2")]]
+    )
+    _scan(world, "outside_twice")
+    assert _rows(world, destination) == [("zz", 1)]  # values, not cells
 
 
 def _bad_path(con: duckdb.DuckDBPyConnection) -> None:
     """One row puts a1 under B (the domain has it under A)."""
     _table(con, "bad", [*TRIPS, (5, "B", "a1", "X", "x1", 1, 1.0)])
-    _scan(con, "bad")
-
-
-def test_golden_bad_path_count(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.bad_path_count(NAMES)
-    golden("bad_path_count.sql", _text(("bad_path_count(NAMES)", sql)))
-    _scan(world, "trips")
-    assert _rows(world, sql) == [(0,)]
-    _bad_path(world)
-    assert _rows(world, sql) == [(1,)]
-
-
-def test_golden_bad_path_codes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.bad_path_codes(NAMES, SPEC)
-    golden("bad_path_codes.sql", _text(("bad_path_codes(NAMES, SPEC)", sql)))
-    _bad_path(world)
-    assert _rows(world, sql) == [(0, 0)]  # the leaf cell (a1, x1)
+    fetched = _scan(con, "bad")
+    assert [r[:2] for r in fetched if not r[3]] == [(0, 0)]  # the leaf cell (a1, x1)
 
 
 def test_golden_leaf_of_code(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
@@ -447,15 +431,6 @@ def test_golden_bad_path(world: duckdb.DuckDBPyConnection, golden: Golden) -> No
     assert _rows(world, sql, {"leaf": "b1"}) == []
 
 
-def test_golden_total(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.total(NAMES)
-    golden("total.sql", _text(("total(NAMES)", sql)))
-    _scan(world, "trips")
-    assert _rows(world, sql) == [(11,)]
-    _run(world, f"DELETE FROM {LEAF[1]}")
-    assert _rows(world, sql) == [(0,)]
-
-
 def test_golden_row_count(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.row_count('"trips"')
     golden("row_count.sql", _text(("row_count('\"trips\"')", sql)))
@@ -466,26 +441,53 @@ def test_golden_row_count(world: duckdb.DuckDBPyConnection, golden: Golden) -> N
 
 
 def _released(con: duckdb.DuckDBPyConnection) -> None:
-    """Released leaf codes: (a1, x1) 5 and (b1, x2) 7."""
-    con.register(NAMES.released, pa.table({"__leaf0": [0, 2], "__leaf1": [0, 1], "count": [5, 7]}))
+    """Released cells, decoded in leaf code order: (a1, x1) 5 and (b1, x2) 7."""
+    con.register(
+        NAMES.released,
+        pa.table(
+            {
+                "o_reg": ["A", "B"],
+                "o_mun": ["a1", "b1"],
+                "d_reg": ["X", "X"],
+                "d_mun": ["x1", "x2"],
+                "count": [5, 7],
+            }
+        ),
+    )
 
 
 def test_golden_write_output(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.write_output(NAMES, SPEC, '"out"')
-    golden("write_output.sql", _text(("write_output(NAMES, SPEC, '\"out\"')", sql)))
+    ordered = _compile.write_output(SPEC, '"out"', NAMES.released, ordered=True)
+    spelled = _compile.write_output(SPEC, '"out2"', NAMES.released, ordered=False)
+    golden(
+        "write_output.sql",
+        _text(
+            ("write_output(SPEC, '\"out\"', NAMES.released, ordered=True)", ordered),
+            ("write_output(SPEC, '\"out2\"', NAMES.released, ordered=False)", spelled),
+        ),
+    )
     _released(world)
-    _run(world, sql)
-    assert _rows(world, 'SELECT * FROM "out"') == [
-        ("A", "a1", "X", "x1", 5),
-        ("B", "b1", "X", "x2", 7),
-    ]
+    _run(world, ordered)
+    _run(world, spelled)
+    expected = [("A", "a1", "X", "x1", 5), ("B", "b1", "X", "x2", 7)]
+    assert _rows(world, 'SELECT * FROM "out"') == expected
+    assert _rows(world, 'SELECT * FROM "out2"') == expected
+    assert [r[1] for r in _rows(world, 'DESCRIBE "out"')][-1] == "BIGINT"
+
+
+def test_golden_insertion_order(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    sql = _compile.insertion_order()
+    golden("insertion_order.sql", _text(("insertion_order()", sql)))
+    assert _rows(world, sql) == [(True,)]
+    _run(world, "SET preserve_insertion_order = false")
+    assert _rows(world, sql) == [(False,)]
 
 
 def test_golden_levels_view(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     sql = _compile.levels_view(SPEC, '"out_levels"', '"out"')
     golden("levels_view.sql", _text(("levels_view(SPEC, '\"out_levels\"', '\"out\"')", sql)))
     _released(world)
-    _run(world, _compile.write_output(NAMES, SPEC, '"out"'))
+    _run(world, _compile.write_output(SPEC, '"out"', NAMES.released, ordered=True))
     _run(world, sql)
     assert _rows(world, 'SELECT * FROM "out_levels" ORDER BY ALL') == [
         (0, "root", None, None, None, None, 12),

@@ -1,4 +1,4 @@
-"""engines/duckdb/scan.py: the one pass over the private input, its checks, the level counts."""
+"""engines/duckdb/scan.py: the one pass over the private input, its checks, its leaf cells."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from inftda_sql.engines.base import Scan
 from inftda_sql.engines.duckdb import compile as _compile
 from inftda_sql.engines.duckdb.catalog import count_column, resolve_source
 from inftda_sql.engines.duckdb.domain import build_chain
-from inftda_sql.engines.duckdb.scan import level_counts, scan
+from inftda_sql.engines.duckdb.scan import LeafScan, scan
 from tests.system.helpers import make_geo
 
 NAMES = _compile.TempNames("__inftda_s_")
@@ -50,9 +50,31 @@ def _scan(
     privacy_unit: str | None = None,
     contribution: int = 1,
     distinct: bool = False,
+    check: tuple[str, ...] = ("region", "province"),
 ) -> Scan:
-    for temp in (NAMES.leaf, NAMES.keys):  # from an earlier scan in the same test
-        con.execute(f'DROP TABLE IF EXISTS "{temp}"').fetchall()
+    return _leaf_scan(
+        con,
+        table,
+        count=count,
+        privacy_unit=privacy_unit,
+        contribution=contribution,
+        distinct=distinct,
+        check=check,
+    ).found
+
+
+def _leaf_scan(
+    con: duckdb.DuckDBPyConnection,
+    table: str = "t",
+    *,
+    count: str | None = None,
+    privacy_unit: str | None = None,
+    contribution: int = 1,
+    distinct: bool = False,
+    check: tuple[str, ...] = ("region", "province"),
+) -> LeafScan:
+    # from an earlier scan in the same test
+    con.execute(f'DROP TABLE IF EXISTS "{NAMES.leaf}"').fetchall()
     inp = resolve_source(con, table, role="input table", temp_name=NAMES.input)
     is_int = count_column(inp, count)[1] if count else True
     return scan(
@@ -66,28 +88,31 @@ def _scan(
         contribution=contribution,
         distinct=distinct,
         source=SeededSource(5),
+        check=check,
     )
 
 
-def _keys(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
-    return con.execute(f'SELECT mun, __c0_d3, n, path_ok FROM "{NAMES.keys}" ORDER BY 1').fetchall()
+def _cells(found: LeafScan) -> list[tuple[int, int]]:
+    """(leaf code, count) of every non-empty leaf cell, by code."""
+    assert len(found.codes) == 1
+    assert found.codes[0].dtype == np.int64 and found.counts.dtype == np.int64
+    return sorted(zip(found.codes[0].tolist(), found.counts.tolist(), strict=True))
 
 
 def test_microdata(db: duckdb.DuckDBPyConnection) -> None:
-    found = _scan(db)
-    assert found == Scan(total=7, diagnostics={})
-    # one row per non-empty leaf cell, with the domain's leaf code (e1a 0, n1a 1, ..., s1c 6)
-    assert _keys(db) == [
-        ("n1a", 1, 3, True),
-        ("n2a", 3, 1, True),
-        ("s1a", 4, 1, True),
-        ("s1c", 6, 2, True),
-    ]
+    found = _leaf_scan(db)
+    assert found.found == Scan(total=7, diagnostics={})
+    # one entry per non-empty leaf cell, with the domain's leaf code (e1a 0, n1a 1, ..., s1c 6)
+    assert _cells(found) == [(1, 3), (3, 1), (4, 1), (6, 2)]
 
 
 def test_pre_aggregated(db: duckdb.DuckDBPyConnection) -> None:
-    assert _scan(db, count="n").total == 12
-    assert [(m, n) for m, _, n, _ in _keys(db)] == [("n1a", 4), ("n2a", 0), ("s1a", 1), ("s1c", 7)]
+    found = _leaf_scan(db, count="n")
+    assert found.found.total == 12
+    # n2a's only row counts 0: the leaf table keeps it for the checks, the cells leave it out
+    assert _cells(found) == [(1, 4), (4, 1), (6, 7)]
+    leaf = db.execute(f'SELECT mun, __n FROM "{NAMES.leaf}" ORDER BY 1').fetchall()
+    assert leaf == [("n1a", 4), ("n2a", 0), ("s1a", 1), ("s1c", 7)]
 
 
 def test_a_fractional_count_column_with_whole_values(db: duckdb.DuckDBPyConnection) -> None:
@@ -110,23 +135,13 @@ def test_privacy_unit_bounds_each_units_records(db: duckdb.DuckDBPyConnection) -
 
 def test_privacy_unit_distinct_cells(db: duckdb.DuckDBPyConnection) -> None:
     # distinct: a unit counts once per leaf cell, in at most m cells
-    found = _scan(db, privacy_unit="u", contribution=2, distinct=True)
+    cells = _leaf_scan(db, privacy_unit="u", contribution=2, distinct=True)
+    found = cells.found
     assert found.total == 5  # unit 1: n1a and s1c; unit 2: n2a; unit 3: s1a and s1c
     assert found.diagnostics["rows_dropped"] == 2 and found.diagnostics["distinct"] is True
-    assert [(m, n) for m, _, n, _ in _keys(db)] == [("n1a", 1), ("n2a", 1), ("s1a", 1), ("s1c", 2)]
+    assert _cells(cells) == [(1, 1), (3, 1), (4, 1), (6, 2)]
     found = _scan(db, privacy_unit="u", contribution=1, distinct=True)
     assert found.total == 3
-
-
-def test_level_counts_are_sorted_by_key(db: duckdb.DuckDBPyConnection) -> None:
-    _scan(db)
-    keys, counts = level_counts(db, NAMES, SPEC, 1, (1,))
-    assert keys.dtype == np.int64 and counts.dtype == np.int64
-    assert (keys.tolist(), counts.tolist()) == ([1, 2], [4, 3])  # East 0 is empty
-    keys, counts = level_counts(db, NAMES, SPEC, 3, (1,))
-    assert (keys.tolist(), counts.tolist()) == ([1, 3, 4, 6], [3, 1, 1, 2])
-    keys, counts = level_counts(db, NAMES, SPEC, 2, (1,))
-    assert (keys.tolist(), counts.tolist()) == ([1, 2, 3], [3, 1, 3])
 
 
 # ----------------------------------------------------------------------------- every check
@@ -201,8 +216,32 @@ def test_path_that_disagrees_with_the_domain(db: duckdb.DuckDBPyConnection) -> N
     assert got == (
         "DomainError: input path (region='South', province='N2', mun='n2a') is not in the "
         "domain: the domain puts mun='n2a' under other ancestors; fix the input's region, "
-        "province or the domain"
+        "province or the domain (or pass check_ancestors='off' to take every leaf's ancestors "
+        "from the domain)"
     )
+
+
+def test_ancestors_not_checked_are_not_read(db: duckdb.DuckDBPyConnection) -> None:
+    """Without the check, wrong or NULL ancestors change nothing: every leaf's ancestors are
+    the domain's. Checking one column checks that column only."""
+    wrong = (
+        "SELECT * REPLACE (CASE WHEN u = 2 THEN 'South' ELSE region END AS region, "
+        "CASE WHEN u = 3 THEN NULL ELSE province END AS province) FROM t"
+    )
+    db.execute(f"CREATE OR REPLACE TABLE bad AS {wrong}").fetchall()
+    assert _cells(_leaf_scan(db, "bad", check=())) == _cells(_leaf_scan(db))
+    assert _error(db, wrong, check=("province",)).startswith(
+        "InputDataError: hierarchy column 'province' of table 'bad' has NULL"
+    )
+    assert "region='South'" in _error(db, wrong, check=("region",))
+
+
+def test_a_star_schema_input_holds_the_leaf_column_only(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("CREATE TABLE star AS SELECT u, mun, n FROM t").fetchall()
+    found = _leaf_scan(db, "star", count="n", check=())
+    assert _cells(found) == _cells(_leaf_scan(db, count="n"))
+    bounded = _leaf_scan(db, "star", privacy_unit="u", contribution=2, check=())
+    assert bounded.found.total == 5
 
 
 @pytest.mark.parametrize(
@@ -256,32 +295,3 @@ def test_checks_run_leaves_first_then_counts_then_domain(db: duckdb.DuckDBPyConn
         replace = [active[0]] + [f for f in active[1:] if not f.endswith("AS mun")]
         sql = f"SELECT * REPLACE ({', '.join(replace)}) FROM t"
         assert fragment in _error(db, sql, count="n")
-
-
-def test_level_counts_sorts_many_keys(con: duckdb.DuckDBPyConnection) -> None:
-    """A keys table in no particular order (as a parallel GROUP BY leaves it) comes back sorted
-    by the mixed-radix key, one row per cell with its summed count. The keys table has one row
-    per leaf cell (the scan groups by the leaf columns), so the finest level reads its rows as
-    they are and a coarser level sums them."""
-    spec = parse_hierarchy([["a"], ["b"]])
-    con.execute(
-        f'CREATE TEMP TABLE "{NAMES.keys}" AS SELECT * FROM (SELECT (i * 7919) % 100 AS __c0_d1, '
-        "(i * 104729) % 300 AS __c1_d1, count(*) AS n FROM range(60000) r(i) GROUP BY ALL) "
-        "ORDER BY random()"
-    ).fetchall()
-    keys, counts = level_counts(con, NAMES, spec, 2, (300, 1))
-    assert keys.tolist() == sorted(set(keys.tolist()))
-    assert counts.sum() == 60000 and keys.size == len(set(keys.tolist()))
-    expected = con.execute(
-        f'SELECT count(DISTINCT __c0_d1 * 300 + __c1_d1) FROM "{NAMES.keys}"'
-    ).fetchall()[0][0]
-    assert keys.size == expected
-    per_cell = dict(
-        con.execute(f'SELECT __c0_d1 * 300 + __c1_d1, n FROM "{NAMES.keys}"').fetchall()
-    )
-    assert dict(zip(keys.tolist(), counts.tolist(), strict=True)) == per_cell
-    coarse, sums = level_counts(con, NAMES, spec, 1, (1, 1))
-    assert coarse.tolist() == list(range(100)) and sums.sum() == 60000
-    assert dict(zip(coarse.tolist(), sums.tolist(), strict=True)) == dict(
-        con.execute(f'SELECT __c0_d1, sum(n) FROM "{NAMES.keys}" GROUP BY 1').fetchall()
-    )

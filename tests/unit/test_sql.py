@@ -33,9 +33,9 @@ def test_qualified() -> None:
 
 
 def test_templates_and_named_statements() -> None:
-    assert template("level_counts").startswith("-- True counts of one tree level")
+    assert template("leaf_codes").startswith("-- The leaf cells with the public domain's")
     # a named statement: the text after its "-- name:" line, up to the next one, stripped
-    assert template("checks.total") == "SELECT coalesce(sum(n), 0) FROM $keys\n"
+    assert template("checks.row_count") == "SELECT count(*) FROM $input\n"
     assert template("ledger.next_release_id") == (
         "SELECT coalesce(max(release_id), 0) + 1 FROM $table\n"
     )
@@ -49,8 +49,8 @@ def test_render_fills_placeholders_and_keeps_bound_parameters() -> None:
     assert render("checks.leaf_of_code", leaf_col='"m"', codes='"c"', code="__d2") == (
         'SELECT "m" FROM "c" WHERE __d2 = $code\n'  # $$code stays a bound parameter
     )
-    with pytest.raises(KeyError, match="keys"):
-        render("checks.total")  # a placeholder left unfilled is an error, never empty SQL
+    with pytest.raises(KeyError, match="input"):
+        render("checks.row_count")  # a placeholder left unfilled is an error, never empty SQL
 
 
 def test_query_helpers_fetch_everything(con: duckdb.DuckDBPyConnection) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from inftda_sql import InftdaError, OutputExistsError
@@ -29,10 +30,13 @@ RESULT = TopDownResult(
 )
 
 
+PATHS: list[pa.Table] = []
+
+
 @pytest.fixture
 def db(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     make_geo(con)
-    build_chain(con, NAMES, 0, GEO, '"geo"', ["VARCHAR"] * 3, "domain")
+    PATHS[:] = [build_chain(con, NAMES, 0, GEO, '"geo"', ["VARCHAR"] * 3, "domain").paths]
     return con
 
 
@@ -58,6 +62,7 @@ def _write_out(
         budget=Budget.from_args(rho=0.5),
         guarantee="zCDP",
         budget_override=False,
+        paths=PATHS,
     )
     assert written.base_tables == ["main.geo"]
     return written.release_id

@@ -862,8 +862,11 @@ def drop_temp(con: duckdb.DuckDBPyConnection, source: Source | None) -> None:
 def check_domain_types(
     input_src: Source, domain_src: Source, chain: Sequence[str], role: str
 ) -> None:
-    """Input and domain columns of a chain must be joinable (same type family)."""
+    """Input and domain columns of a chain must be joinable (same type family); a column the
+    input lacks (a star schema) is read from the domain alone."""
     for col in chain:
+        if col.lower() not in input_src.columns:
+            continue
         it = input_src.columns[col.lower()]
         dt = domain_src.columns[col.lower()]
         if type_family(it) != type_family(dt):

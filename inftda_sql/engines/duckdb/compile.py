@@ -5,9 +5,10 @@ from a :class:`~inftda_sql.core.spec.TreeSpec` whose columns were checked agains
 are quoted by :func:`~inftda_sql.engines.duckdb.sql.ident`.
 
 The data flow it encodes: one ``GROUP BY`` scan of the input (:func:`leaf_counts`) aggregates the
-private data to its distinct paths; the paths are replaced by dense integer codes of the public
-domain (:func:`leaf_codes`); every tree level is then a ``GROUP BY`` of that small table on a
-mixed-radix key (:func:`level_counts`), sorted for a vectorised lookup.
+private data to its leaf cells; their leaf values are replaced by dense integer codes of the
+public domain and fetched once (:func:`leaf_codes`); every tree level's counts are sums of those
+cells (:mod:`inftda_sql.core.cells`, in numpy). The released leaf codes are decoded from the
+coded domain and written in code order (:func:`write_output`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ __all__ = [
     "ancestors",
     "attach",
     "bad_path",
-    "bad_path_codes",
-    "bad_path_count",
     "bound_units",
     "chain_columns",
     "coc_disagree_hint",
@@ -37,7 +36,6 @@ __all__ = [
     "coc_public_groups",
     "coc_split_groups",
     "coc_write_output",
-    "code_column",
     "copy_table",
     "depth_code",
     "describe",
@@ -57,12 +55,13 @@ __all__ = [
     "feature_set_mask",
     "feature_unmatched",
     "features_view",
+    "insertion_order",
+    "leaf_code",
     "leaf_codes",
     "leaf_counts",
     "leaf_of_code",
     "leaf_stats",
     "level_cell_columns",
-    "level_counts",
     "levels_view",
     "missing_leaf",
     "nan_leaves",
@@ -75,7 +74,6 @@ __all__ = [
     "row_count",
     "set_explain_output",
     "string_literal",
-    "total",
     "unit_nulls",
     "use",
     "write_output",
@@ -104,16 +102,18 @@ class TempNames:
         return f"{self.prefix}leaf"
 
     @property
-    def keys(self) -> str:
-        return f"{self.prefix}keys"
-
-    @property
     def released(self) -> str:
         return f"{self.prefix}released"
 
     def part(self, index: int) -> str:
         """The code table of one table of a feature release's domain."""
         return f"{self.prefix}part_{index}"
+
+
+def _code_tables(names: TempNames, n_chains: int, codes: Sequence[str] | None) -> list[str]:
+    """The (quoted) code table of every chain: ``codes`` when given (a cached domain), else the
+    release's registered ones."""
+    return list(codes) if codes is not None else [ident(names.codes(c)) for c in range(n_chains)]
 
 
 def _cols(cols: Sequence[str], alias: str = "") -> str:
@@ -124,11 +124,6 @@ def _cols(cols: Sequence[str], alias: str = "") -> str:
 def depth_code(depth: int) -> str:
     """Name of the code column of depth ``depth`` in a chain's code table."""
     return f"__d{depth}"
-
-
-def code_column(chain: int, depth: int) -> str:
-    """Name of the column holding chain ``chain``'s depth-``depth`` code in the keys table."""
-    return f"__c{chain}_d{depth}"
 
 
 def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) -> str:
@@ -221,8 +216,12 @@ def leaf_counts(
     as_varchar: frozenset[str] = frozenset(),
     bounded: bool = False,
     wide: bool = False,
+    check: Sequence[str] = (),
 ) -> str:
     """The single scan of the private input, grouped by the leaf column of every chain.
+
+    ``check`` names the input's ancestor columns whose agreement with the domain the scan
+    collects (min and max of their hash per leaf cell, see :func:`leaf_codes`); none by default.
 
     ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
     ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``);
@@ -234,15 +233,16 @@ def leaf_counts(
     infinite) count: the checks report how many rows are wrong, never a count.
     """
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
-    path = _path_hash(ancestors(spec), as_varchar=as_varchar)
+    paths = ""
+    if check:
+        path = _path_hash(check, as_varchar=as_varchar)
+        paths = f",\n       min({path}) AS __hmin,\n       max({path}) AS __hmax"
     return render(
         "leaf_counts",
         leaf=ident(names.leaf),
         leaf_cols=_cols(spec.leaf_columns),
         input=input_sql,
-        # no ancestors (every chain one level deep): the hash is a constant, not aggregated
-        path_min=f"min({path})" if ancestors(spec) else path,
-        path_max=f"max({path})" if ancestors(spec) else path,
+        paths=paths,
         **parts,
     )
 
@@ -254,71 +254,76 @@ def not_whole(count: str) -> str:
     return f"NOT (isfinite({n}) AND {n} = trunc({n}))"
 
 
-def bad_path(names: TempNames, chain_index: int, chain: Sequence[str], input_sql: str) -> str:
-    """Diagnostics: an input path of a chain, for the leaf value ``$leaf``, not in the domain."""
+def bad_path(
+    names: TempNames,
+    chain_index: int,
+    chain: Sequence[str],
+    input_sql: str,
+    codes: str | None = None,
+) -> str:
+    """Diagnostics: an input path of a chain (``chain``: the chain's columns the input has, the
+    leaf last), for the leaf value ``$leaf``, not in the domain."""
     return render(
         "bad_path",
         cols=_cols(chain),
         input=input_sql,
         leaf_match=f"{ident(chain[-1])} = $leaf",
-        codes=ident(names.codes(chain_index)),
+        codes=codes or ident(names.codes(chain_index)),
     )
 
 
-def leaf_codes(names: TempNames, spec: TreeSpec) -> str:
-    """Replace the leaf values by the codes of every depth of every chain; check the paths."""
+def leaf_codes(
+    names: TempNames,
+    spec: TreeSpec,
+    check: Sequence[str] = (),
+    codes: Sequence[str] | None = None,
+) -> str:
+    """The leaf cells with every chain's leaf code (``__leaf0``, ...) and count ``n``, to fetch;
+    with ``check`` (the ancestor columns :func:`leaf_counts` hashed) also ``path_ok``."""
+    tables = _code_tables(names, len(spec.chains), codes)
     code_cols = []
     joins = []
     alias: dict[str, str] = {}
     for c, chain in enumerate(spec.chains):
         a = f"c{c}"
-        for d in range(1, len(chain) + 1):
-            code_cols.append(f"{a}.{depth_code(d)} AS {ident(code_column(c, d))}")
+        code_cols.append(f"{a}.{depth_code(len(chain))} AS {ident(leaf_code(c))}")
         leaf = ident(chain[-1])
-        joins.append(f"LEFT JOIN {ident(names.codes(c))} AS {a} ON {a}.{leaf} = l.{leaf}")
+        joins.append(f"LEFT JOIN {tables[c]} AS {a} ON {a}.{leaf} = l.{leaf}")
         alias.update({col: f"{a}." for col in chain})
+    path_ok = ""
+    if check:
+        expected = _path_hash(check, alias)
+        path_ok = f",\n       (l.__hmin = l.__hmax AND l.__hmin = {expected}) AS path_ok"
     return render(
         "leaf_codes",
-        keys=ident(names.keys),
         leaf=ident(names.leaf),
         code_cols=", ".join(code_cols),
-        expected=_path_hash(ancestors(spec), alias),
-        leaf_cols=_cols(spec.leaf_columns, "l"),
+        path_ok=path_ok,
         joins="\n".join(joins),
     )
 
 
-def level_counts(names: TempNames, spec: TreeSpec, level: int, strides: Sequence[int]) -> str:
-    """True counts of one level, keyed by the mixed-radix code of the cell, sorted by key (the
-    finest level without a GROUP BY: the keys table has one row per leaf cell)."""
-    terms = [
-        f"{ident(code_column(c, d))} * {stride}"
-        for c, (d, stride) in enumerate(zip(spec.levels[level], strides, strict=True))
-        if d > 0
-    ]
-    finest = level == spec.n_levels and all(
-        d == len(chain) for d, chain in zip(spec.levels[level], spec.chains, strict=True)
-    )
-    template = "leaf_level_counts" if finest else "level_counts"
-    return render(template, key=" + ".join(terms) or "0", keys=ident(names.keys))
+def leaf_code(chain: int) -> str:
+    """Name of the column holding chain ``chain``'s leaf code (fetched cells, released cells)."""
+    return f"__leaf{chain}"
 
 
-def write_output(names: TempNames, spec: TreeSpec, output_sql: str) -> str:
-    """Decode the released leaf codes back to the hierarchy columns."""
-    joins = "\n".join(
-        f"JOIN {ident(names.codes(c))} AS c{c} "
-        f"ON c{c}.{depth_code(len(chain))} = r.{ident(f'__leaf{c}')}"
-        for c, chain in enumerate(spec.chains)
-    )
-    cols = ", ".join(f"c{c}.{ident(col)}" for c, chain in enumerate(spec.chains) for col in chain)
+def write_output(spec: TreeSpec, output_sql: str, released: str, *, ordered: bool) -> str:
+    """The released table from ``released`` (decoded hierarchy columns and counts, in leaf code
+    order); ``ordered``: DuckDB keeps that order by itself, else it is spelled out."""
+    order = "" if ordered else f"\nORDER BY {_cols(spec.columns)}"
     return render(
         "write_output",
         output=output_sql,
-        cols=cols,
-        released=ident(names.released),
-        joins=joins,
-        order=_cols(spec.columns),
+        cols=_cols(spec.columns),
+        released=ident(released),
+        order=order,
     )
+
+
+def insertion_order() -> str:
+    """Whether DuckDB keeps the order in which rows are read (``preserve_insertion_order``)."""
+    return render("write_output.insertion_order")
 
 
 def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
@@ -375,40 +380,28 @@ def unit_nulls(input_sql: str, unit: str) -> str:
     return render("checks.unit_nulls", input=input_sql, unit=ident(unit))
 
 
-def missing_leaf(names: TempNames, chain_index: int, chain: Sequence[str]) -> str:
-    """A leaf value of the input that the domain does not list, and how many there are."""
+def missing_leaf(
+    names: TempNames, chain_index: int, chain: Sequence[str], codes: str | None = None
+) -> str:
+    """A leaf value of the input the domain does not list, and how many there are."""
     return render(
         "checks.missing_leaf",
         leaf_col=ident(chain[-1]),
-        keys=ident(names.keys),
-        code=ident(code_column(chain_index, len(chain))),
+        leaf=ident(names.leaf),
+        codes=codes or ident(names.codes(chain_index)),
     )
 
 
-def bad_path_count(names: TempNames) -> str:
-    """Leaf cells whose input rows carry ancestors other than the domain's."""
-    return render("checks.bad_path_count", keys=ident(names.keys))
-
-
-def bad_path_codes(names: TempNames, spec: TreeSpec) -> str:
-    """The leaf codes (one per chain) of one leaf cell with a bad path."""
-    codes = ", ".join(ident(code_column(c, len(ch))) for c, ch in enumerate(spec.chains))
-    return render("checks.bad_path_codes", codes=codes, keys=ident(names.keys))
-
-
-def leaf_of_code(names: TempNames, chain_index: int, chain: Sequence[str]) -> str:
+def leaf_of_code(
+    names: TempNames, chain_index: int, chain: Sequence[str], codes: str | None = None
+) -> str:
     """The leaf value of chain ``chain_index`` whose code is the bound ``$code``."""
     return render(
         "checks.leaf_of_code",
         leaf_col=ident(chain[-1]),
-        codes=ident(names.codes(chain_index)),
+        codes=codes or ident(names.codes(chain_index)),
         code=depth_code(len(chain)),
     )
-
-
-def total(names: TempNames) -> str:
-    """The number of records kept by the scan, N."""
-    return render("checks.total", keys=ident(names.keys))
 
 
 def row_count(input_sql: str) -> str:

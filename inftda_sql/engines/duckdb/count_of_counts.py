@@ -197,7 +197,7 @@ class CocEngine:
         src, groups = self._require()
         chain = self.inputs.chain
         types = [join_type(src.columns[c.lower()]) for c in chain]
-        tree = build_chain(self.con, self.names, 0, chain, groups.sql, types, "groups table")
+        tree = build_chain(self.con, self.names, 0, chain, groups.sql, types, "groups table").tree
         n_leaves = tree.sizes[-1]
         codes = self.names.codes(0)
         table = arrow(

@@ -1,10 +1,13 @@
-"""Domain coding on DuckDB: one sorted fetch of a chain's public domain, coded in numpy.
+"""Domain coding on DuckDB: a chain's public domain fetched once, coded in numpy, cached.
 
-One sorted ``SELECT`` of the domain (``sql/domain_paths.sql``) is fetched as Arrow, coded by
-:func:`~inftda_sql.core.tree.code_paths` (engine-free) and, with a code column per depth added,
-registered back as the chain's code table: the scan joins the input's leaves to it and the write
-stage decodes the released leaves with it. The SQL query that names an offending value runs
-only when the domain is not nested. Nothing here reads the private data.
+The domain is read as the input's types (``sql/domain_paths.sql``), fetched as Arrow, checked
+(no NULL, no NaN, nested) and coded by :func:`~inftda_sql.core.tree.code_paths` (engine-free);
+with a code column per depth added it is registered back as the chain's code table, which the
+scan joins the input's leaves to. A domain that is read already sorted (most geography tables
+are stored in code order) is not sorted again. A large domain's coded paths are kept in the
+database (:mod:`.cache`) under a key of its contents, so the next release reads them back
+instead of sorting and coding again. The SQL query that names an offending value runs only when
+the domain is not nested. Nothing here reads the private data.
 
 A domain whose columns are named otherwise than the chain's (one geography ``region, lad,
 msoa`` for the chains ``o_region, o_lad, o_msoa`` and ``d_region, d_lad, d_msoa``) is read
@@ -16,6 +19,7 @@ prefix).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
@@ -23,12 +27,13 @@ import pyarrow.compute as pc
 
 from ..._errors import Arg, DomainError, Part
 from ...core.domains import match_columns
-from ...core.tree import ChainTree, code_paths
+from ...core.tree import ChainTree, code_paths, paths_sorted
 from . import compile as _compile
+from .cache import DomainKey, domain_key, find_domain
 from .catalog import Source
-from .sql import arrow, rows
+from .sql import arrow, ident, render, rows
 
-__all__ = ["build_chain", "chain_source", "code_chain"]
+__all__ = ["CodedChain", "build_chain", "chain_source"]
 
 
 def chain_source(
@@ -56,6 +61,36 @@ def chain_source(
     )
 
 
+@dataclass(frozen=True)
+class CodedChain:
+    """A chain's coded public domain.
+
+    ``paths`` holds the chain's columns and a code column per depth (``__d1`` ...), one row per
+    distinct path in code order (row ``i`` is the leaf of code ``i``); ``table_sql`` names
+    (quoted) the table the scan joins; ``key`` is the domain's content key; ``store`` is True
+    when the coded paths should be kept in the cache after the release.
+    """
+
+    tree: ChainTree
+    paths: pa.Table
+    table_sql: str
+    key: DomainKey
+    store: bool = False
+
+
+def _conversion_error(
+    role: str, chain: Sequence[str], types: Sequence[str], exc: Exception
+) -> DomainError:
+    return DomainError(
+        f"the {role} has values that do not convert to the input's column types "
+        f"({', '.join(f'{c} {t}' for c, t in zip(chain, types, strict=True))}): {exc}"
+    )
+
+
+def _empty(role: str, chain: Sequence[str]) -> DomainError:
+    return DomainError(f"the {role} is empty; it must list every valid path of {', '.join(chain)}")
+
+
 def build_chain(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
@@ -65,38 +100,46 @@ def build_chain(
     types: Sequence[str],
     role: str,
     hierarchy: Sequence[Sequence[str]] | None = None,
-) -> ChainTree:
-    """Validate and code one chain's domain; register its code table as ``names.codes(index)``.
+    *,
+    source: str | None = None,
+) -> CodedChain:
+    """Validate and code one chain's domain, read from the cache when it is there; register the
+    code table as ``names.codes(index)`` otherwise. ``source`` describes the domain (for the
+    cache's bookkeeping); None never uses the cache (a domain taken from the data).
 
     ``hierarchy`` (every chain) lets a domain that is not nested because its chain was given
     fine to coarse suggest the hierarchy to type instead.
     """
-    return code_chain(con, names, index, chain, domain_sql, types, role, hierarchy)[0]
-
-
-def code_chain(
-    con: duckdb.DuckDBPyConnection,
-    names: _compile.TempNames,
-    index: int,
-    chain: Sequence[str],
-    domain_sql: str,
-    types: Sequence[str],
-    role: str,
-    hierarchy: Sequence[Sequence[str]] | None = None,
-) -> tuple[ChainTree, pa.Table]:
-    """:func:`build_chain`, also returning the code table: one row per distinct path, sorted, so
-    the row of a leaf is its code (the chain's columns, then one code column per depth)."""
+    key = DomainKey("", 0, "")
+    if source is not None:
+        try:
+            key = domain_key(con, chain, domain_sql, types, source)
+        except duckdb.ConversionException as exc:
+            raise _conversion_error(role, chain, types, exc) from exc
+        if key.rows == 0:
+            raise _empty(role, chain)
+    cacheable = source is not None and key.cacheable
+    if cacheable:
+        found = find_domain(con, key, chain)
+        if found is not None:
+            return CodedChain(found.tree, found.paths, found.table_sql, key)
+    casts = ", ".join(
+        f"CAST({ident(c)} AS {t}) AS {ident(c)}" for c, t in zip(chain, types, strict=True)
+    )
     try:
-        paths = arrow(con, _compile.domain_paths(chain, domain_sql, types))
+        paths = None
+        if cacheable:  # a large domain: read it as it is stored, sort only if it is not sorted
+            sql = render("cache.domain_paths_unsorted", casts=casts, domain=domain_sql)
+            # one chunk per column: numpy views, no copy per use
+            paths = arrow(con, sql).combine_chunks()
+            if not paths_sorted(paths):
+                paths = None
+        if paths is None:
+            paths = arrow(con, _compile.domain_paths(chain, domain_sql, types)).combine_chunks()
     except duckdb.ConversionException as exc:
-        raise DomainError(
-            f"the {role} has values that do not convert to the input's column types "
-            f"({', '.join(f'{c} {t}' for c, t in zip(chain, types, strict=True))}): {exc}"
-        ) from exc
+        raise _conversion_error(role, chain, types, exc) from exc
     if paths.num_rows == 0:
-        raise DomainError(
-            f"the {role} is empty; it must list every valid path of {', '.join(chain)}"
-        )
+        raise _empty(role, chain)
     for col, values in zip(chain, paths.columns, strict=True):
         if values.null_count:
             raise DomainError(
@@ -121,7 +164,7 @@ def code_chain(
     # Registered, not copied: DuckDB joins the Arrow table in place for the rest of the release
     # (the caller unregisters it).
     con.register(names.codes(index), table)
-    return coded.tree, table
+    return CodedChain(coded.tree, table, ident(names.codes(index)), key, store=cacheable)
 
 
 def _nesting_error(

@@ -16,12 +16,14 @@ from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, Spec
 from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
+from ...core.cells import LeafCells
 from ...core.domains import unwrap
 from ...core.features import FeatureSpec, Lattice
 from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
+from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
 from .catalog import (
@@ -39,7 +41,7 @@ from .catalog import (
     resolve_source,
     resolve_target,
 )
-from .domain import chain_source, code_chain
+from .domain import CodedChain, build_chain, chain_source
 from .ledger import (
     LIBRARY_TABLES,
     ReleaseRecord,
@@ -47,7 +49,7 @@ from .ledger import (
     is_library_name,
     stored_budgets,
 )
-from .scan import level_counts, scan
+from .scan import scan
 from .sql import arrow, run
 from .write import begin_transaction, write_release
 
@@ -75,7 +77,10 @@ class DuckDBEngine:
         self._count_is_integer = True
         self._domain_sql: list[str] = []
         self._domain_desc: list[str] = []
-        self._code_tables: list[pa.Table] = []
+        self._domain_types: list[list[str]] = []
+        self._coded: list[CodedChain] = []
+        self._cells: LeafCells | None = None
+        self._check_key: str | None = None  # an ancestor check to remember once released
 
     def __enter__(self) -> DuckDBEngine:
         return self
@@ -184,9 +189,14 @@ class DuckDBEngine:
     def resolve(self) -> None:
         req, spec = self.request, self.request.tree
         inp = self.input
+        # the leaf column of every chain is required; ancestor columns are optional (a star
+        # schema: the domain gives every leaf its ancestors), but every column when the domain
+        # comes from the data
+        required = spec.columns if req.domains is None else spec.leaf_columns
         for col in spec.columns:
-            inp.column(col, "hierarchy column")
-            check_scalar_type(inp, col, "hierarchy column", InputDataError)
+            if col in required or col.lower() in inp.columns:
+                inp.column(col, "hierarchy column")
+                check_scalar_type(inp, col, "hierarchy column", InputDataError)
         if req.count is not None:
             self._count, self._count_is_integer = count_column(inp, req.count)
             if req.count.lower() in {c.lower() for c in spec.columns}:
@@ -198,6 +208,7 @@ class DuckDBEngine:
             if req.domains is None:
                 self._domain_sql.append(_compile.distinct_paths(chain, inp.sql))
                 self._domain_desc.append("FROM DATA (not private)")
+                self._domain_types.append([join_type(inp.columns[col.lower()]) for col in chain])
                 continue
             dom = chain_source(
                 self._domains[c], chain, self._columns[c], role=role, shared=self._shared[c]
@@ -208,27 +219,59 @@ class DuckDBEngine:
             check_domain_types(inp, dom, chain, role)
             self._domain_sql.append(dom.sql)
             self._domain_desc.append(dom.description)
+            # values are read as the input's types; a column the input lacks as the domain's
+            self._domain_types.append(
+                [
+                    join_type(inp.columns.get(col.lower()) or dom.columns[col.lower()])
+                    for col in chain
+                ]
+            )
 
     def code_domains(self) -> list[ChainTree]:
-        spec, inp = self.request.tree, self.input
-        trees = []
-        self._code_tables = []
+        spec, req = self.request.tree, self.request
+        self._coded = []
         for c, chain in enumerate(spec.chains):
-            role = f"domain of chain {c + 1}" if len(spec.chains) > 1 else "domain"
-            types = [join_type(inp.columns[col.lower()]) for col in chain]
-            tree, table = code_chain(
-                self.con, self.names, c, chain, self._domain_sql[c], types, role, spec.chains
+            source = None if req.domains is None else self._domain_desc[c]
+            coded = build_chain(
+                self.con,
+                self.names,
+                c,
+                chain,
+                self._domain_sql[c],
+                self._domain_types[c],
+                self._domain_role(c),
+                spec.chains,
+                source=source,
             )
-            trees.append(tree)
-            self._code_tables.append(table)
-        return trees
+            self._coded.append(coded)
+        return [coded.tree for coded in self._coded]
+
+    def _ancestors_to_check(self) -> list[str]:
+        """The input's ancestor columns to check against the domain in this release's scan
+        (none when the domain comes from the data: it agrees by construction)."""
+        req, spec, inp = self.request, self.request.tree, self.input
+        present = [col for chain in spec.chains for col in chain[:-1] if col.lower() in inp.columns]
+        if not present or req.check_ancestors == "off" or req.domains is None:
+            return []
+        if req.check_ancestors == "full":
+            return present
+        version = _cache.input_version(self.con, inp.sql, inp.resolved)
+        if version is None:  # no cheap fingerprint: checked every time
+            return present
+        key = _cache.check_key(
+            version, spec.chains, present, [coded.key.key for coded in self._coded]
+        )
+        if _cache.check_passed(self.con, key):
+            return []
+        self._check_key = key
+        return present
 
     def released_table(self, result: TopDownResult) -> pa.Table:
         """The released leaf cells as an Arrow table: the hierarchy columns (named and typed as
         the written table's) and ``count``, in the written table's order (by the hierarchy
         columns). Decoded from the code tables in memory: a leaf's code is its row there."""
         spec = self.request.tree
-        if len(self._code_tables) != len(spec.chains):
+        if len(self._coded) != len(spec.chains):
             raise SpecError("the domain is not coded yet: call code_domains() first")
         codes = [np.asarray(c, dtype=np.int64) for c in result.codes]
         order: npt.NDArray[np.intp] | None = None
@@ -237,7 +280,7 @@ class DuckDBEngine:
         columns: dict[str, pa.ChunkedArray | pa.Array | I64] = {}
         for c, chain in enumerate(spec.chains):
             leaf = codes[c] if order is None else codes[c][order]
-            decoded = self._code_tables[c].select(list(range(len(chain)))).take(leaf)
+            decoded = self._coded[c].paths.select(list(range(len(chain)))).take(leaf)
             for name, column in zip(chain, decoded.columns, strict=True):
                 columns[name] = column
         counts = np.asarray(result.counts, dtype=np.int64)
@@ -246,7 +289,7 @@ class DuckDBEngine:
 
     def scan(self) -> Scan:
         req = self.request
-        return scan(
+        found = scan(
             self.con,
             self.names,
             req.tree,
@@ -257,10 +300,18 @@ class DuckDBEngine:
             contribution=req.contribution,
             distinct=req.distinct,
             source=req.source,
+            check=self._ancestors_to_check(),
+            codes=[coded.table_sql for coded in self._coded],
         )
+        self._cells = LeafCells(
+            found.codes, found.counts, tuple(coded.tree for coded in self._coded)
+        )
+        return found.found
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
-        return level_counts(self.con, self.names, self.request.tree, level, strides)
+        if self._cells is None:
+            raise SpecError("the input is not scanned yet: call scan() first")
+        return self._cells.level(self.request.tree, level, strides)
 
     def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
         """Write the released table (unless the release is returned in memory only) and the
@@ -268,7 +319,7 @@ class DuckDBEngine:
         req = self.request
         if self._output is None and req.output is not None:
             raise SpecError("the output is not resolved yet: call prepare() first")
-        return write_release(
+        written = write_release(
             self.con,
             self.names,
             req.tree,
@@ -281,7 +332,19 @@ class DuckDBEngine:
             budget=req.budget,
             guarantee=req.guarantee,
             budget_override=req.budget_override,
+            paths=[coded.paths for coded in self._coded],
         )
+        # after the release committed: what the next release can skip (best effort)
+        _cache.remember(
+            self.con,
+            [
+                (coded.key, self.names.codes(c), coded.tree)
+                for c, coded in enumerate(self._coded)
+                if coded.store
+            ],
+            self._check_key,
+        )
+        return written
 
     # --- feature releases (CBDP) ---------------------------------------------------------------
 
@@ -378,9 +441,8 @@ class DuckDBEngine:
     def _drop_temporaries(self) -> None:
         for src in self._sources:
             drop_temp(self.con, src)
-        for table in (self.names.leaf, self.names.keys):
-            with contextlib.suppress(duckdb.Error):
-                run(self.con, _compile.drop_temp_table(table))
+        with contextlib.suppress(duckdb.Error):
+            run(self.con, _compile.drop_temp_table(self.names.leaf))
         spec = self.request.spec
         n_chains = len(spec.chains) if isinstance(spec, TreeSpec) else 0
         n_parts = len(self._domains) if isinstance(spec, FeatureSpec) else 0

@@ -1,23 +1,27 @@
-"""Scan stage on DuckDB: the one pass over the private input, its checks, the level counts.
+"""Scan stage on DuckDB: the one pass over the private input, its checks, its leaf cells.
 
 :func:`scan` bounds each privacy unit's contribution (``sql/bound_units.sql``), groups the input
 by the leaf column of every chain (``sql/leaf_counts.sql``), checks what it found (NULL keys,
-bad counts, leaf values outside the domain, ancestors that disagree with the domain), and codes
-the leaf cells with the domain's integer codes (``sql/leaf_codes.sql``). :func:`level_counts`
-then gives the mechanism the true counts of any level from that small keys table. Every check
-runs before any noise is drawn; the messages go to the data owner only.
+bad counts, leaf values outside the domain and, when asked, ancestors that disagree with the
+domain), and fetches the leaf cells once with the domain's integer leaf codes
+(``sql/leaf_codes.sql``): every level's true counts are sums of them
+(:class:`~inftda_sql.core.cells.LeafCells`, in numpy). Every check runs before any noise is
+drawn; the messages go to the data owner only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
+from ...core.cells import exact_sum
 from ...core.intopt import VALUE_LIMIT
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
@@ -26,9 +30,19 @@ from . import compile as _compile
 from .catalog import Source, check_scalar_type, is_wide_number, join_type
 from .sql import arrow, ident, rows, run, scalar
 
-__all__ = ["COUNT_LIMIT", "check_counts", "check_unit", "level_counts", "scan"]
+__all__ = ["COUNT_LIMIT", "LeafScan", "check_counts", "check_unit", "scan"]
 
 _FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"})
+
+
+@dataclass(frozen=True)
+class LeafScan:
+    """What :func:`scan` found: the :class:`Scan` facts and the non-empty leaf cells, one leaf
+    code array per chain and the true counts (>= 1), in no particular order."""
+
+    found: Scan
+    codes: tuple[I64, ...]
+    counts: I64
 
 
 def scan(
@@ -43,22 +57,28 @@ def scan(
     contribution: int,
     distinct: bool,
     source: RandomSource,
-) -> Scan:
-    """Scan the input into the keys table ``names.keys``: one row per leaf cell the input has
-    a row in, with its count (0 where every record was dropped by the contribution bound or
-    counted 0; :func:`level_counts` leaves those out)."""
+    check: Sequence[str] = (),
+    codes: Sequence[str] | None = None,
+) -> LeafScan:
+    """Scan the input into the leaf table ``names.leaf`` (one row per leaf cell the input has a
+    row in, with its count: 0 where every record was dropped by the contribution bound or
+    counted 0), check it, and fetch its non-zero cells with their leaf codes.
+
+    ``check``: the input's ancestor columns to check against the domain on every row (none:
+    the domain alone gives every leaf its ancestors). ``codes``: the code table of every chain
+    (quoted SQL) when not the release's registered ones.
+    """
+    present = [c for c in spec.columns if c.lower() in inp.columns]
     scan_sql, params = inp.sql, None
     unit: str | None = None
     if privacy_unit is not None:
         unit = check_unit(con, inp, privacy_unit, spec.columns, count)
         salt = source.words(4).tobytes().hex()  # 256-bit secret for the random choice
-        scan_sql = _compile.bound_units(
-            spec.columns, inp.sql, unit, distinct=distinct, m=contribution
-        )
+        scan_sql = _compile.bound_units(present, inp.sql, unit, distinct=distinct, m=contribution)
         params = {"salt": salt}
     wide = count is not None and is_wide_number(inp.columns[count.lower()])
     enums = frozenset(
-        c for c in spec.columns if join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
+        c for c in present if join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
     )
     leaf_sql = _compile.leaf_counts(
         names,
@@ -69,12 +89,16 @@ def scan(
         enums,
         bounded=privacy_unit is not None,
         wide=wide,
+        check=check,
     )
     run(con, leaf_sql, params)
     _validate_input(con, names, spec, count, inp)
-    run(con, _compile.leaf_codes(names, spec))
-    _check_paths(con, names, spec, inp)
-    total = int(scalar(con, _compile.total(names)))
+    cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
+    leaf_codes = _leaf_codes(con, names, spec, cells, codes)
+    n = cells.column("n").to_numpy().astype(np.int64, copy=False)
+    if check:
+        _check_paths(con, names, spec, inp, cells, leaf_codes, codes)
+    total = exact_sum(n)
     if total > COUNT_LIMIT:
         raise InputDataError(f"{inp.description}: {_too_large(count)}")
     diagnostics: dict[str, Any] = {}
@@ -88,24 +112,34 @@ def scan(
             "rows_kept": total,
             "rows_dropped": rows_in - total,
         }
-    return Scan(total=total, diagnostics=diagnostics, privacy_unit=unit)
+    if bool((n <= 0).any()):  # every record dropped or counted 0: checked above, never counted
+        kept = np.flatnonzero(n > 0)
+        leaf_codes, n = tuple(code[kept] for code in leaf_codes), n[kept]
+    return LeafScan(Scan(total=total, diagnostics=diagnostics, privacy_unit=unit), leaf_codes, n)
 
 
-def level_counts(
+def _leaf_codes(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
     spec: TreeSpec,
-    level: int,
-    strides: tuple[int, ...],
-) -> tuple[I64, I64]:
-    """True counts of one level from the keys table: sorted mixed-radix keys and counts, the
-    non-zero cells only (``sql/level_counts.sql``; the keys table keeps the zero cells for the
-    checks of the input)."""
-    tab = arrow(con, _compile.level_counts(names, spec, level, strides))
-    return (
-        tab.column("key").to_numpy().astype(np.int64, copy=False),
-        tab.column("n").to_numpy().astype(np.int64, copy=False),
-    )
+    cells: pa.Table,
+    codes: Sequence[str] | None,
+) -> tuple[I64, ...]:
+    """The fetched leaf code of every chain; a leaf value the domain does not list (no code) is
+    named in the error."""
+    out = []
+    for c, chain in enumerate(spec.chains):
+        column = cells.column(_compile.leaf_code(c))
+        if column.null_count:
+            table = None if codes is None else codes[c]
+            missing = rows(con, _compile.missing_leaf(names, c, chain, table))
+            value, n_values = missing[0] if missing else ("?", column.null_count)
+            raise DomainError(
+                f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
+                f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
+            )
+        out.append(column.to_numpy().astype(np.int64, copy=False))
+    return tuple(out)
 
 
 def _example(values: Sequence[object], cols: Sequence[str]) -> str:
@@ -264,35 +298,39 @@ def _null_error(col: str, inp: Source) -> None:
 
 
 def _check_paths(
-    con: duckdb.DuckDBPyConnection, names: _compile.TempNames, spec: TreeSpec, inp: Source
+    con: duckdb.DuckDBPyConnection,
+    names: _compile.TempNames,
+    spec: TreeSpec,
+    inp: Source,
+    cells: pa.Table,
+    leaf_codes: Sequence[I64],
+    codes: Sequence[str] | None,
 ) -> None:
-    """Leaf values must be in the domain, and every input row's ancestors must be those the
-    domain gives its leaf (the offending row is looked up only on error)."""
-    for c, chain in enumerate(spec.chains):
-        missing = rows(con, _compile.missing_leaf(names, c, chain))
-        if missing:
-            value, n_values = missing[0]
-            raise DomainError(
-                f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
-                f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
-            )
-    if not _compile.ancestors(spec):
+    """Every input row's ancestors must be those the domain gives its leaf (the offending row
+    is looked up only on error)."""
+    ok = cells.column("path_ok").fill_null(False).to_numpy(zero_copy_only=False)
+    if bool(ok.all()):
         return
-    if not scalar(con, _compile.bad_path_count(names)):
-        return
-    bad_codes = rows(con, _compile.bad_path_codes(names, spec))[0]
+    bad = int(np.flatnonzero(~ok)[0])
     for c, chain in enumerate(spec.chains):
-        if len(chain) == 1:
+        cols = [col for col in chain[:-1] if col.lower() in inp.columns] + [chain[-1]]
+        if len(cols) == 1:
             continue
-        leaf_value = scalar(con, _compile.leaf_of_code(names, c, chain), {"code": bad_codes[c]})
-        ex = rows(con, _compile.bad_path(names, c, chain, inp.sql), {"leaf": leaf_value})
+        table = None if codes is None else codes[c]
+        leaf_value = scalar(
+            con, _compile.leaf_of_code(names, c, chain, table), {"code": int(leaf_codes[c][bad])}
+        )
+        ex = rows(con, _compile.bad_path(names, c, cols, inp.sql, table), {"leaf": leaf_value})
         if ex:
-            for col, value in zip(chain, ex[0], strict=True):
+            for col, value in zip(cols, ex[0], strict=True):
                 if value is None:
                     _null_error(col, inp)
             raise DomainError(
-                f"input path ({_example(ex[0], chain)}) is not in the domain: the domain puts "
+                f"input path ({_example(ex[0], cols)}) is not in the domain: the domain puts "
                 f"{chain[-1]}={leaf_value!r} under other ancestors; fix the input's "
-                f"{', '.join(chain[:-1])} or the domain"
+                f"{', '.join(cols[:-1])} or the domain (or pass ",
+                Arg("check_ancestors", "off"),
+                " to take every leaf's ancestors from the domain)",
+                param="check_ancestors",
             )
     raise InternalError("an input path failed the domain check but no offending row was found")

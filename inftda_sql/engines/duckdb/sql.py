@@ -116,11 +116,16 @@ def scalar(
     return result[0][0] if result else None
 
 
+#: rows per Arrow batch of a fetched result: as many as DuckDB gives at once, so that a result
+#: comes in few chunks (DuckDB's default cuts results into 131,072-row batches)
+ONE_BATCH = 1 << 40
+
+
 def arrow(
     con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
 ) -> pa.Table:
-    """Run a query and return its result as an Arrow table (zero-copy columnar)."""
+    """Run a query and return its result as an Arrow table (zero-copy columnar, few chunks)."""
     with _interruptible():
         if params:
-            return con.sql(sql, params=dict(params)).to_arrow_table()
-        return con.sql(sql).to_arrow_table()
+            return con.sql(sql, params=dict(params)).to_arrow_table(batch_size=ONE_BATCH)
+        return con.sql(sql).to_arrow_table(batch_size=ONE_BATCH)

@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
+from ...core.arrays import I64
+from ...core.cells import sort_order
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
@@ -45,9 +48,9 @@ from .ledger import (
     insert_release,
     next_release_id,
 )
-from .sql import run
+from .sql import run, scalar
 
-__all__ = ["atomic", "begin_transaction", "write_release"]
+__all__ = ["atomic", "begin_transaction", "released_table", "write_release"]
 
 #: what DuckDB says when two transactions wrote the same rows or catalog entries
 _CONFLICT_MARKS = ("conflict", "duplicate key")
@@ -140,19 +143,23 @@ def write_release(
     budget: Budget,
     guarantee: str,
     budget_override: bool,
+    paths: Sequence[pa.Table],
 ) -> ReleaseRecord:
     """Check the budget again, write the release and its ledger row atomically; return the
     ledger row as written (its ``release_id`` is assigned here, inside the transaction).
 
     Without ``output`` (a release returned in memory only) no table is written, but the budget
-    check and the ledger row are the same: every release spends budget."""
-    released = pa.table(
-        {**{f"__leaf{c}": codes for c, codes in enumerate(result.codes)}, "count": result.counts}
-    )
+    check and the ledger row are the same: every release spends budget. ``paths``: every chain's
+    coded domain (its columns, row ``i`` the leaf of code ``i``), from which the released leaf
+    codes are decoded.
+    """
+    ordered = False
+    if output is not None:
+        ordered = str(scalar(con, _compile.insertion_order())).lower() == "true"
     try:
         with atomic(con, "the release"):
             if output is not None:
-                con.register(names.released, released)
+                con.register(names.released, released_table(spec, result, paths))
             ensure_tables(con, LEDGER_TABLE)
             note = check_budget(con, source, budget, guarantee, override=budget_override)
             if note and note not in record.non_private:
@@ -172,7 +179,10 @@ def write_release(
                         )
                     run(con, _compile.drop_object(kind, target.ref.sql))
             if output is not None:
-                run(con, _compile.write_output(names, spec, output.ref.sql))
+                run(
+                    con,
+                    _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered),
+                )
                 if view is not None:
                     run(con, _compile.levels_view(spec, view.ref.sql, output.ref.sql))
             record = dataclasses.replace(
@@ -183,3 +193,45 @@ def write_release(
         with critical(), contextlib.suppress(duckdb.Error):
             con.unregister(names.released)
     return record
+
+
+def _leaf_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64:
+    """The permutation that sorts released cells by their leaf codes, chain 0 first."""
+    key_space = 1
+    for size in sizes:
+        key_space *= size
+    if key_space < 2**62:
+        key = np.zeros(codes[0].size if codes else 0, dtype=np.int64)
+        stride = 1
+        for code, size in zip(reversed(codes), reversed(sizes), strict=True):
+            key += code * stride
+            stride *= size
+        return sort_order(key, key_space)
+    order: I64 = np.lexsort(tuple(reversed(codes))).astype(np.int64)
+    return order
+
+
+def released_table(spec: TreeSpec, result: TopDownResult, paths: Sequence[pa.Table]) -> pa.Table:
+    """The released cells decoded: every hierarchy column (from the coded domain) and the
+    count, in the order of the leaf codes, chain after chain, which is the order of the
+    hierarchy columns (the domain is coded in sorted order).
+
+    Example:
+        >>> import numpy as np, pyarrow as pa
+        >>> from inftda_sql.core.spec import parse_hierarchy
+        >>> from inftda_sql.core.tree import TopDownResult
+        >>> spec = parse_hierarchy(["region", "city"])
+        >>> geo = pa.table({"region": ["N", "N", "S"], "city": ["a", "b", "c"]})
+        >>> result = TopDownResult((np.array([2, 0]),), np.array([4, 1]), ())
+        >>> released_table(spec, result, [geo]).to_pylist()
+        [{'region': 'N', 'city': 'a', 'count': 1}, {'region': 'S', 'city': 'c', 'count': 4}]
+    """
+    sizes = [table.num_rows for table in paths]
+    order = _leaf_order(result.codes, sizes)
+    columns: dict[str, pa.Array] = {}
+    for c, chain in enumerate(spec.chains):
+        index = pa.array(result.codes[c][order])
+        for col in chain:
+            columns[col] = paths[c].column(col).take(index)
+    columns["count"] = pa.array(result.counts[order])
+    return pa.table(columns)

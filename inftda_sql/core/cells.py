@@ -1,0 +1,140 @@
+"""The true counts of every tree level, from the input's leaf cells, in numpy.
+
+An engine scans the private input once into its non-empty leaf cells: one leaf code per chain
+(the public domain's codes, see :func:`~inftda_sql.core.tree.code_paths`) and a true count.
+Every coarser cell is a sum of leaf cells, and the ancestors of a leaf code are read off the
+public domain (:meth:`~inftda_sql.core.tree.ChainTree.parents`), so :meth:`LeafCells.level`
+computes any level's sorted keys and counts without going back to the engine: a dense
+``bincount`` where the level has few possible cells, one sort otherwise (no sort at all on the
+leaf level, whose cells are the leaf cells themselves). Engine-free: nothing here reads a
+database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._errors import InternalError
+from .arrays import I64
+from .spec import TreeSpec
+from .tree import ChainTree
+
+__all__ = ["LeafCells", "exact_sum", "sort_order"]
+
+#: A level with at most this many possible cells per leaf cell (or 2**16 in all) is summed
+#: densely with ``bincount``; sparser levels are sorted.
+DENSE_RATIO = 4
+_DENSE_MIN = 1 << 16
+#: float64 adds integers exactly below 2**53 (the dense path's sums)
+_FLOAT_EXACT = 1 << 53
+
+
+def exact_sum(values: I64) -> int:
+    """The exact sum of non-negative int64 values below 2**62 (no int64 overflow).
+
+    Example:
+        >>> exact_sum(np.array([2**61, 2**61, 2**61, 2**61], dtype=np.int64)) == 2**63
+        True
+    """
+    if values.size == 0:
+        return 0
+    high = int(np.sum(values >> 31))
+    low = int(np.sum(values & ((1 << 31) - 1)))
+    return (high << 31) + low
+
+
+@dataclass(frozen=True)
+class LeafCells:
+    """The non-empty leaf cells of a release: one leaf code per chain and a true count each.
+
+    ``codes[c]`` is chain ``c``'s leaf code of every cell (cells distinct), ``counts`` the true
+    counts (>= 1), ``chains`` the public domain of every chain.
+
+    Example:
+        >>> from inftda_sql.core.spec import parse_hierarchy
+        >>> from inftda_sql.core.tree import key_strides
+        >>> spec = parse_hierarchy(["region", "city"])  # N: a, b; S: c
+        >>> tree = ChainTree.from_parents([np.array([0, 0]), np.array([0, 0, 1])])
+        >>> cells = LeafCells((np.array([2, 0]),), np.array([5, 3]), (tree,))
+        >>> [k.tolist() for k in cells.level(spec, 1, key_strides(spec, 1, [tree.sizes]))]
+        [[0, 1], [3, 5]]
+        >>> [k.tolist() for k in cells.level(spec, 2, key_strides(spec, 2, [tree.sizes]))]
+        [[0, 2], [3, 5]]
+    """
+
+    codes: tuple[I64, ...]
+    counts: I64
+    chains: tuple[ChainTree, ...]
+    _ancestors: dict[tuple[int, int], I64] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if len(self.codes) != len(self.chains) or any(
+            c.shape != self.counts.shape for c in self.codes
+        ):
+            raise InternalError("leaf cells need one code array per chain, aligned with counts")
+
+    @property
+    def total(self) -> int:
+        """The exact sum of the counts (N)."""
+        return exact_sum(self.counts)
+
+    def ancestor_codes(self, chain: int, depth: int) -> I64:
+        """Chain ``chain``'s depth-``depth`` code of every leaf cell (0 at depth 0)."""
+        tree = self.chains[chain]
+        leaf_depth = len(tree.sizes) - 1
+        if depth == leaf_depth:
+            return self.codes[chain]
+        if depth == 0:
+            return np.zeros(self.counts.size, dtype=np.int64)
+        found = self._ancestors.get((chain, depth))
+        if found is None:
+            found = tree.parents(depth + 1)[self.ancestor_codes(chain, depth + 1)]
+            self._ancestors[(chain, depth)] = found
+        return found
+
+    def level(self, spec: TreeSpec, level: int, strides: Sequence[int]) -> tuple[I64, I64]:
+        """The true counts of ``level``: its non-empty cells' mixed-radix keys (``strides``, see
+        :func:`~inftda_sql.core.tree.key_strides`), sorted, and their counts."""
+        depths = spec.levels[level]
+        n = self.counts.size
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        key = np.zeros(n, dtype=np.int64)
+        for c, (depth, stride) in enumerate(zip(depths, strides, strict=True)):
+            if depth > 0:
+                key += self.ancestor_codes(c, depth) * stride
+        space = math.prod(
+            tree.sizes[d] for tree, d in zip(self.chains, depths, strict=True)
+        )  # every key is below this
+        is_leaf = all(d == len(t.sizes) - 1 for t, d in zip(self.chains, depths, strict=True))
+        if is_leaf:  # the leaf cells themselves: distinct keys, only their order is missing
+            order = sort_order(key, space)
+            return key[order], self.counts[order]
+        if space <= max(DENSE_RATIO * n, _DENSE_MIN) and self.total < _FLOAT_EXACT:
+            dense = np.bincount(key, weights=self.counts, minlength=space)
+            cells = np.flatnonzero(dense)
+            return cells.astype(np.int64, copy=False), dense[cells].astype(np.int64)
+        order = sort_order(key, space)
+        key, counts = key[order], self.counts[order]
+        first = np.ones(n, dtype=bool)
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        return key[starts], np.add.reduceat(counts, starts)
+
+
+def sort_order(key: I64, space: int) -> I64:
+    """The permutation sorting ``key`` (values below ``space``): one ``np.sort`` of the key
+    packed with the position when both fit in 63 bits (much faster than ``argsort``)."""
+    n = key.size
+    bits = max(1, (n - 1).bit_length())
+    if space <= (1 << (63 - bits)):
+        packed = np.sort((key << bits) | np.arange(n, dtype=np.int64))
+        out: I64 = packed & ((1 << bits) - 1)
+        return out
+    return np.argsort(key, kind="stable")

@@ -1,0 +1,2 @@
+-- insertion_order()
+SELECT current_setting('preserve_insertion_order');
