@@ -92,8 +92,16 @@ def scan(
         check=check,
     )
     run(con, leaf_sql, params)
-    _validate_input(con, names, spec, count, inp)
+    if count is not None:  # the counts are checked before anything converts them
+        _validate_input(con, names, spec, count, inp)
     cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
+    if count is None and any(
+        cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))
+    ):
+        # records counted one by one need no count check, and a NULL or NaN leaf value gets no
+        # code: only then is there something to find (NULL and NaN are named before values
+        # missing from the domain)
+        _validate_input(con, names, spec, count, inp)
     leaf_codes = _leaf_codes(con, names, spec, cells, codes)
     n = cells.column("n").to_numpy().astype(np.int64, copy=False)
     if check:
