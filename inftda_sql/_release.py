@@ -283,7 +283,7 @@ def release(
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Callable[[LevelStats], None] | None = None,
     return_as: str | None = None,
-    check_ancestors: str = "cached",
+    check_ancestors: str = "full",
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -365,10 +365,11 @@ def release(
         check_ancestors: the input needs only the leaf column of every chain (a star schema:
             the domain gives every leaf its ancestors, and the output takes them from there).
             Ancestor columns the input does have are checked against the domain, every row:
-            ``"cached"`` (default) once per version of the input (its tables' ids and row
-            counts, its view definitions; an ``UPDATE`` that keeps the row count is not seen),
-            ``"full"`` on every release, ``"off"`` never (they are not read at all). The check
-            reports an inconsistent input; it never changes what is released.
+            ``"full"`` (default) on every release; ``"cached"`` once per version of the input
+            as the catalog sees it (its tables' ids and row counts, its view definitions: an
+            ``UPDATE`` in place is NOT seen, so only for inputs changed by ``INSERT``,
+            ``DELETE`` or ``CREATE OR REPLACE``); ``"off"`` never (they are not read at all).
+            The check reports an inconsistent input; it never changes what is released.
         max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
             ``hierarchical``) or optimise over it (``cbdp``) refuse domains with more cells
             than this.

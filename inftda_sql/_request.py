@@ -32,8 +32,8 @@ from .mechanisms.base import Guarantee
 __all__ = ["CHECK_ANCESTORS", "ReleaseRequest", "check_int", "normalise_domains"]
 
 #: the values of ``check_ancestors``: check the input's ancestor columns against the domain
-#: once per input version (default), on every release, or never
-CHECK_ANCESTORS = ("cached", "full", "off")
+#: on every release (default), once per input version as DuckDB's catalog sees it, or never
+CHECK_ANCESTORS = ("full", "cached", "off")
 
 NO_DOMAIN: tuple[Part, ...] = (
     "no domain given: the categories of every hierarchy column must come from a PUBLIC "
@@ -152,7 +152,7 @@ class ReleaseRequest:
     max_cells: int
     source: RandomSource
     return_as: str | None = None
-    check_ancestors: str = "cached"
+    check_ancestors: str = "full"
 
     @property
     def tree(self) -> TreeSpec:
@@ -227,7 +227,7 @@ class ReleaseRequest:
         levels_view: bool,
         max_cells: object,
         return_as: object = None,
-        check_ancestors: object = "cached",
+        check_ancestors: object = "full",
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them.
 

@@ -436,8 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--check-ancestors",
         choices=list(CHECK_ANCESTORS),
-        help="check the input's ancestor columns against the domain once per input version "
-        "(cached, the default), on every release (full) or never (off)",
+        help="check the input's ancestor columns against the domain on every release (full, "
+        "the default), once per input version as the catalog sees it (cached: an UPDATE in "
+        "place is not seen) or never (off)",
     )
     r.add_argument(
         "--storage-version",

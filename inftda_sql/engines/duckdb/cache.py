@@ -12,7 +12,9 @@ sums of both hashes), so a stale entry is never used; reordered rows keep the ke
 same coded domain. Computing the key is one hash aggregate over the domain, far cheaper than
 the sort it saves. Domains below :data:`MIN_CACHED_PATHS` rows are coded every time (fast), so
 small databases get no cache tables. When an entry is stored, older entries of the same domain
-and chain are dropped, and only the :data:`KEEP_DOMAINS` newest entries are kept in all.
+and chain are dropped, and only the :data:`KEEP_DOMAINS` newest entries are kept in all. A
+domain read through views also keys on their definitions: another definition is another key
+even where it reads the same rows (a fresh coding, never a stale one).
 
 **Checked inputs** (``__inftda_checks``). Checking that every input row's ancestor columns agree
 with the domain costs about one more GROUP BY of the input. With ``check_ancestors="cached"`` a
@@ -22,8 +24,9 @@ and hashing the contents costs as much as the check itself, so the version is a 
 fingerprint (:func:`input_version`): the definitions of the views it reads (a changed one
 changes it), and the catalog id (changed by ``CREATE OR REPLACE``) and row count (changed by
 ``INSERT``/``DELETE``) of every base table it reads. **It does not see an
-``UPDATE`` that keeps the row count**: after editing ancestor columns in place, release once
-with ``check_ancestors="full"`` (the README says so). Inputs read from outside the catalog
+``UPDATE`` that keeps the row count** (nor can DuckDB's storage metadata, cheaply or surely),
+which is why ``"full"`` is the default and ``"cached"`` is for inputs changed only by
+``INSERT``, ``DELETE`` or being replaced (the README says so). Inputs read from outside the catalog
 (files, Arrow tables, data frames) or given as relations have no fingerprint: they are checked
 every time.
 
@@ -63,6 +66,7 @@ __all__ = [
     "find_domain",
     "input_version",
     "remember",
+    "view_definitions",
 ]
 
 DOMAINS_TABLE = "__inftda_domains"
@@ -113,12 +117,15 @@ def domain_key(
     domain_sql: str,
     types: Sequence[str],
     source: str,
+    definitions: Sequence[tuple[str, str]] = (),
 ) -> DomainKey:
     """The content key of a chain's domain (one hash aggregate; a value that does not convert
-    to the input's type raises DuckDB's ConversionException, as the sorted read would)."""
+    to the input's type raises DuckDB's ConversionException, as the sorted read would), with
+    the ``definitions`` of the views it is read through (:func:`view_definitions`)."""
     casts = ", ".join(f"CAST({ident(c)} AS {t})" for c, t in zip(chain, types, strict=True))
     n, h1, h2 = rows(con, render("cache.domain_key", casts=casts, domain=domain_sql))[0]
-    key = _digest([_FORMAT, list(chain), list(types), int(n), str(h1), str(h2)])
+    views = [list(d) for d in definitions]
+    key = _digest([_FORMAT, list(chain), list(types), int(n), str(h1), str(h2), views])
     return DomainKey(key, int(n), f"{source} as {', '.join(chain)}")
 
 
@@ -192,10 +199,10 @@ def input_version(
             counts=", ".join(f"(SELECT count(*) FROM {r.sql})" for r in resolved.reads),
         ),
     )[0]
-    return _digest([source_sql, oids, [int(c) for c in counts], _views(con, resolved)])
+    return _digest([source_sql, oids, [int(c) for c in counts], view_definitions(con, resolved)])
 
 
-def _views(con: duckdb.DuckDBPyConnection, resolved: Resolved) -> list[tuple[str, str]]:
+def view_definitions(con: duckdb.DuckDBPyConnection, resolved: Resolved) -> list[tuple[str, str]]:
     """The definitions of the views the input may read: the input itself if it is a view,
     then every view whose name occurs in the text of one already taken (a superset of those
     it reads; one too many only makes a version change more often)."""

@@ -102,10 +102,12 @@ def build_chain(
     hierarchy: Sequence[Sequence[str]] | None = None,
     *,
     source: str | None = None,
+    definitions: Sequence[tuple[str, str]] = (),
 ) -> CodedChain:
     """Validate and code one chain's domain, read from the cache when it is there; register the
     code table as ``names.codes(index)`` otherwise. ``source`` describes the domain (for the
     cache's bookkeeping); None never uses the cache (a domain taken from the data).
+    ``definitions``: those of the views the domain is read through (part of its cache key).
 
     ``hierarchy`` (every chain) lets a domain that is not nested because its chain was given
     fine to coarse suggest the hierarchy to type instead.
@@ -113,7 +115,7 @@ def build_chain(
     key = DomainKey("", 0, "")
     if source is not None:
         try:
-            key = domain_key(con, chain, domain_sql, types, source)
+            key = domain_key(con, chain, domain_sql, types, source, definitions)
         except duckdb.ConversionException as exc:
             raise _conversion_error(role, chain, types, exc) from exc
         if key.rows == 0:

@@ -242,6 +242,11 @@ class DuckDBEngine:
                 self._domain_role(c),
                 spec.chains,
                 source=source,
+                definitions=(
+                    ()
+                    if source is None
+                    else _cache.view_definitions(self.con, self._domains[c].resolved)
+                ),
             )
             self._coded.append(coded)
         return [coded.tree for coded in self._coded]
