@@ -339,16 +339,18 @@ class DuckDBEngine:
             budget_override=req.budget_override,
             paths=[coded.paths for coded in self._coded],
         )
-        # after the release committed: what the next release can skip (best effort)
-        _cache.remember(
-            self.con,
-            [
-                (coded.key, self.names.codes(c), coded.tree)
-                for c, coded in enumerate(self._coded)
-                if coded.store
-            ],
-            self._check_key,
-        )
+        # after the release committed: what the next release can skip (best effort, in a
+        # transaction of its own that Ctrl-C waits for: cut, it would stay open)
+        with critical():
+            _cache.remember(
+                self.con,
+                [
+                    (coded.key, self.names.codes(c), coded.tree)
+                    for c, coded in enumerate(self._coded)
+                    if coded.store
+                ],
+                self._check_key,
+            )
         return written
 
     # --- feature releases (CBDP) ---------------------------------------------------------------
