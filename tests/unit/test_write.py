@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import duckdb
@@ -14,6 +15,7 @@ from inftda_sql.core.accounting import Budget
 from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.core.tree import TopDownResult
 from inftda_sql.engines.duckdb import compile as _compile
+from inftda_sql.engines.duckdb import sql as _sql
 from inftda_sql.engines.duckdb import write as _write
 from inftda_sql.engines.duckdb.catalog import TableRef, resolve, resolve_target
 from inftda_sql.engines.duckdb.domain import build_chain
@@ -115,9 +117,18 @@ def test_a_failure_after_the_table_rolls_everything_back(
 ) -> None:
     created: list[bool] = []
 
+    broken = "CREATE VIEW out_levels AS SELECT * FROM no_such_table"
+    real_run = _sql.run
+
     def broken_view(*args: object) -> str:
-        created.append(_rows(db, "SELECT count(*) FROM out") == [(2,)])  # the table is there
-        return "CREATE VIEW out_levels AS SELECT * FROM no_such_table"
+        return broken
+
+    def spying_run(
+        con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
+    ) -> None:
+        if sql == broken:  # the failing statement runs when the table is there
+            created.append(_rows(db, "SELECT count(*) FROM out") == [(2,)])
+        real_run(con, sql, params)
 
     def broken_insert(*args: object) -> None:
         created.append(_rows(db, "SELECT count(*) FROM out_levels") == [(7,)])
@@ -127,6 +138,7 @@ def test_a_failure_after_the_table_rolls_everything_back(
 
     if stage == "view":
         monkeypatch.setattr(_compile, "levels_view", broken_view)
+        monkeypatch.setattr(_write, "run", spying_run)
     else:
         monkeypatch.setattr(_write, "insert_release", broken_insert)
     before = snapshot(db)

@@ -34,7 +34,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, Part, SpecError
+from ..._errors import Arg, DomainError, InputDataError, Part, SpecError
 from ...core.accounting import Budget
 from ...core.arrays import I64
 from ...core.coc import CocLevel, Histograms
@@ -47,7 +47,6 @@ from .catalog import (
     check_scalar_type,
     count_column,
     drop_temp,
-    existing,
     join_type,
     resolve_source,
     resolve_target,
@@ -55,15 +54,11 @@ from .catalog import (
 from .domain import build_chain
 from .engine import check_targets
 from .ledger import (
-    LEDGER_TABLE,
     ReleaseRecord,
     check_budget,
-    ensure_tables,
-    insert_release,
-    next_release_id,
 )
 from .sql import arrow, rows, run
-from .write import atomic, begin_transaction
+from .write import begin_transaction, record_release
 
 __all__ = ["CocEngine", "CocInputs", "truncate_sizes"]
 
@@ -303,46 +298,24 @@ class CocEngine:
         if self._output is None:
             raise SpecError("the output is not resolved yet: call prepare() first")
         released = pa.table({"leaf": leaves.node, "size": leaves.size, "groups": leaves.count})
-        try:
-            with atomic(self.con, "the release"):
-                self.con.register(self.names.released, released)
-                ensure_tables(self.con, LEDGER_TABLE)
-                note = check_budget(self.con, src.resolved, budget, "pureDP", override=override)
-                if note and note not in record.non_private:
-                    record = dataclasses.replace(record, non_private=[*record.non_private, note])
-                for target in (self._output, self._view):
-                    if target is None:
-                        continue
-                    kind = existing(self.con, target.ref)
-                    if kind is not None:
-                        if not inp.overwrite:
-                            raise OutputExistsError(
-                                f"{target.spelling!r} already exists; pass ",
-                                Arg("overwrite", True),
-                                " or choose another ",
-                                Arg("output"),
-                                param="output",
-                            )
-                        run(self.con, _compile.drop_object(kind, target.ref.sql))
-                output_sql = self._output.ref.sql
-                run(
-                    self.con,
-                    _compile.coc_write_output(
-                        output_sql, self.names.released, self.names.codes(0), chain
-                    ),
-                )
-                if self._view is not None:
-                    run(self.con, _compile.coc_levels_view(chain, self._view.ref.sql, output_sql))
-                record = dataclasses.replace(
-                    record,
-                    release_id=next_release_id(self.con),
-                    base_tables=list(src.resolved.keys),
-                )
-                insert_release(self.con, record)
-        finally:
-            with contextlib.suppress(duckdb.Error):
-                self.con.unregister(self.names.released)
-        return record
+        output_sql = self._output.ref.sql
+        statements = [
+            _compile.coc_write_output(output_sql, self.names.released, self.names.codes(0), chain)
+        ]
+        if self._view is not None:
+            statements.append(_compile.coc_levels_view(chain, self._view.ref.sql, output_sql))
+        return record_release(
+            self.con,
+            registered=[(self.names.released, released)],
+            targets=(self._output, self._view),
+            statements=statements,
+            overwrite=inp.overwrite,
+            record=record,
+            source=src.resolved,
+            budget=budget,
+            guarantee="pureDP",
+            budget_override=override,
+        )
 
     def close(self) -> None:
         for src in self._sources:

@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,26 +23,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..._errors import Arg, DomainError, InputDataError, InternalError, OutputExistsError
-from ..._interrupts import critical
+from ..._errors import DomainError, InputDataError, InternalError
 from ...core.accounting import Budget
 from ...core.arrays import I64
 from ...core.features import FeatureSpec, Lattice, code_lattice
 from ...core.rng import RandomSource
 from ..base import Scan
 from . import compile as _compile
-from .catalog import Resolved, Source, Target, existing, is_wide_number, join_type, type_family
+from .catalog import Resolved, Source, Target, is_wide_number, join_type, type_family
 from .ledger import (
-    LEDGER_TABLE,
     ReleaseRecord,
-    check_budget,
-    ensure_tables,
-    insert_release,
-    next_release_id,
 )
 from .scan import COUNT_LIMIT, check_counts, check_unit
-from .sql import arrow, rows, run, scalar
-from .write import atomic
+from .sql import arrow, rows, scalar
+from .write import record_release
 
 __all__ = ["code_domain", "input_leaf_columns", "scan", "write"]
 
@@ -234,43 +226,27 @@ def write(
     guarantee: str,
     budget_override: bool,
 ) -> ReleaseRecord:
-    """Check the budget again, write the released leaves, the features view and the ledger row
-    in one transaction (as the hierarchy write does); return the ledger row as written."""
+    """Write the released leaves, the features view and the ledger row in one transaction
+    (:func:`~inftda_sql.engines.duckdb.write.record_release`); return the ledger row as
+    written."""
     released = pa.table(
         {
             **{f"__p{t}": code for t, code in enumerate(lattice.part_codes(leaves))},
             "count": counts,
         }
     )
-    try:
-        with atomic(con, "the release"):
-            con.register(names.released, released)
-            ensure_tables(con, LEDGER_TABLE)
-            note = check_budget(con, source, budget, guarantee, override=budget_override)
-            if note and note not in record.non_private:
-                record = dataclasses.replace(record, non_private=[*record.non_private, note])
-            for target in (output, view):
-                if target is None:
-                    continue
-                kind = existing(con, target.ref)
-                if kind is not None:
-                    if not overwrite:
-                        raise OutputExistsError(
-                            f"{target.spelling!r} already exists; pass ",
-                            Arg("overwrite", True),
-                            " or choose another ",
-                            Arg("output"),
-                            param="output",
-                        )
-                    run(con, _compile.drop_object(kind, target.ref.sql))
-            run(con, _compile.feature_output(names, lattice, output.ref.sql))
-            if view is not None:
-                run(con, _compile.features_view(lattice.spec, view.ref.sql, output.ref.sql))
-            record = dataclasses.replace(
-                record, release_id=next_release_id(con), base_tables=list(source.keys)
-            )
-            insert_release(con, record)
-    finally:  # never hides the error that got us here, and Ctrl-C waits for it
-        with critical(), contextlib.suppress(duckdb.Error):
-            con.unregister(names.released)
-    return record
+    statements = [_compile.feature_output(names, lattice, output.ref.sql)]
+    if view is not None:
+        statements.append(_compile.features_view(lattice.spec, view.ref.sql, output.ref.sql))
+    return record_release(
+        con,
+        registered=[(names.released, released)],
+        targets=(output, view),
+        statements=statements,
+        overwrite=overwrite,
+        record=record,
+        source=source,
+        budget=budget,
+        guarantee=guarantee,
+        budget_override=budget_override,
+    )

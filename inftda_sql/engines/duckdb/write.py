@@ -129,6 +129,62 @@ def atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
         raise error from exc
 
 
+def record_release(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    registered: Sequence[tuple[str, pa.Table]],
+    targets: Sequence[Target | None],
+    statements: Sequence[str],
+    overwrite: bool,
+    record: ReleaseRecord,
+    source: Resolved,
+    budget: Budget,
+    guarantee: str,
+    budget_override: bool,
+) -> ReleaseRecord:
+    """The one write of every kind of release, in one transaction: check the budget again,
+    replace (with ``overwrite``) or refuse what exists at ``targets``, run ``statements`` (the
+    output and its view, reading the ``registered`` Arrow tables) and insert the ledger row;
+    return the row as written (its ``release_id`` is assigned here, inside the transaction).
+
+    The registered tables are unregistered afterwards whatever happened, with Ctrl-C deferred.
+    """
+    try:
+        with atomic(con, "the release"):
+            for name, table in registered:
+                con.register(name, table)
+            ensure_tables(con, LEDGER_TABLE)
+            note = check_budget(con, source, budget, guarantee, override=budget_override)
+            if note and note not in record.non_private:
+                record = dataclasses.replace(record, non_private=[*record.non_private, note])
+            for target in targets:
+                if target is None:
+                    continue
+                kind = existing(con, target.ref)
+                if kind is not None:
+                    if not overwrite:
+                        raise OutputExistsError(
+                            f"{target.spelling!r} already exists; pass ",
+                            Arg("overwrite", True),
+                            " or choose another ",
+                            Arg("output"),
+                            param="output",
+                        )
+                    run(con, _compile.drop_object(kind, target.ref.sql))
+            for statement in statements:
+                run(con, statement)
+            record = dataclasses.replace(
+                record, release_id=next_release_id(con), base_tables=list(source.keys)
+            )
+            insert_release(con, record)
+    finally:  # never hides the error that got us here, and Ctrl-C waits for it
+        with critical():
+            for name, _ in registered:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister(name)
+    return record
+
+
 def write_release(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
@@ -145,54 +201,36 @@ def write_release(
     budget_override: bool,
     paths: Sequence[pa.Table],
 ) -> ReleaseRecord:
-    """Check the budget again, write the release and its ledger row atomically; return the
-    ledger row as written (its ``release_id`` is assigned here, inside the transaction).
+    """Write a hierarchy release and its ledger row atomically (:func:`record_release`);
+    return the ledger row as written.
 
     Without ``output`` (a release returned in memory only) no table is written, but the budget
     check and the ledger row are the same: every release spends budget. ``paths``: every chain's
     coded domain (its columns, row ``i`` the leaf of code ``i``), from which the released leaf
     codes are decoded.
     """
-    ordered = False
+    statements: list[str] = []
+    registered: list[tuple[str, pa.Table]] = []
     if output is not None:
         ordered = str(scalar(con, _compile.insertion_order())).lower() == "true"
-    try:
-        with atomic(con, "the release"):
-            if output is not None:
-                con.register(names.released, released_table(spec, result, paths))
-            ensure_tables(con, LEDGER_TABLE)
-            note = check_budget(con, source, budget, guarantee, override=budget_override)
-            if note and note not in record.non_private:
-                record = dataclasses.replace(record, non_private=[*record.non_private, note])
-            for target in (output, view):
-                if target is None:
-                    continue
-                kind = existing(con, target.ref)
-                if kind is not None:
-                    if not overwrite:
-                        raise OutputExistsError(
-                            f"{target.spelling!r} already exists; pass ",
-                            Arg("overwrite", True),
-                            " or choose another ",
-                            Arg("output"),
-                            param="output",
-                        )
-                    run(con, _compile.drop_object(kind, target.ref.sql))
-            if output is not None:
-                run(
-                    con,
-                    _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered),
-                )
-                if view is not None:
-                    run(con, _compile.levels_view(spec, view.ref.sql, output.ref.sql))
-            record = dataclasses.replace(
-                record, release_id=next_release_id(con), base_tables=list(source.keys)
-            )
-            insert_release(con, record)
-    finally:  # never hides the error that got us here, and Ctrl-C waits for it
-        with critical(), contextlib.suppress(duckdb.Error):
-            con.unregister(names.released)
-    return record
+        registered.append((names.released, released_table(spec, result, paths)))
+        statements.append(
+            _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered)
+        )
+        if view is not None:
+            statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql))
+    return record_release(
+        con,
+        registered=registered,
+        targets=(output, view),
+        statements=statements,
+        overwrite=overwrite,
+        record=record,
+        source=source,
+        budget=budget,
+        guarantee=guarantee,
+        budget_override=budget_override,
+    )
 
 
 def _leaf_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64:
