@@ -7,15 +7,16 @@ code range of the next depth, the children of every surviving parent are generat
 by a sorted lookup into the level's true counts (computed by the engine), zero where absent.
 Then, for all parents at once: ``y = true + discrete Gaussian noise`` and
 ``x = IntOpt(y, parent value)``; children with ``x > 0`` survive, zeros prune their branch.
-Everything after the noise uses only ``y`` and released values (post-processing). Big levels are
-processed in chunks aligned to parent boundaries to keep memory (and this machine's slow first
-touch of fresh pages) in check.
+Everything after the noise uses only ``y`` and released values (post-processing). A level is
+processed in blocks of whole parents cut by their keys (:mod:`.blocks`), to keep memory (and this
+machine's slow first touch of fresh pages) in check; under a test seed each block draws from its
+own stream keyed by (seed, level, block), so the result does not depend on threads or engine.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,16 +26,18 @@ import numpy as np
 
 from .._errors import InputDataError, SpecError
 from .arrays import I64
+from .blocks import bucket_width, first_child_keys, parent_blocks, runs
 from .intopt import intopt
 from .noise import draw_discrete_gaussian
 from .rng import RandomSource
 from .spec import TreeSpec
 from .tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
 
-__all__ = ["Optimizer", "topdown"]
+__all__ = ["Optimizer", "level_blocks", "noisy_root", "topdown"]
 
-# Children processed per chunk: ~1M keeps the working set of a chunk near 50 MB and
-# gives the thread pool enough chunks to balance.
+# Children per block of parents (:mod:`.blocks`), the unit of work and, under a seed, of a
+# random stream: ~1M keeps the working set of a chunk near 50 MB and gives the thread pool
+# enough chunks to balance. Changing it changes which stream a child's noise comes from.
 CHUNK_CHILDREN = 1 << 20
 
 Optimizer = Callable[[I64, I64, I64], I64]
@@ -66,18 +69,35 @@ def _true_counts(
     return y
 
 
-def _chunks(child_counts: I64) -> list[tuple[int, int]]:
-    """Split parents into consecutive runs of about CHUNK_CHILDREN children."""
-    n = child_counts.size
-    if n == 0:
-        return []
-    cum = np.cumsum(child_counts)
-    total = int(cum[-1])
-    if total <= CHUNK_CHILDREN:
-        return [(0, n)]
-    cuts = np.searchsorted(cum, np.arange(CHUNK_CHILDREN, total, CHUNK_CHILDREN), side="left") + 1
-    bounds = np.unique(np.concatenate(([0], cuts, [n])))
-    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+def noisy_root(root_total: int, sigma: float, source: RandomSource) -> I64:
+    """The root's released value (one entry, none when it came out 0): the true total N, with
+    noise from the stream of (level 0, block 0) when ``sigma > 0`` (unbounded DP)."""
+    root = np.array([root_total], dtype=np.int64)
+    if sigma > 0:
+        root = root + draw_discrete_gaussian(float(sigma), 1, source=source.derive(0, 0))
+        root = np.maximum(root, 0)
+    out: I64 = root[root > 0]
+    return out
+
+
+def level_blocks(
+    codes: Sequence[I64],
+    chain: int,
+    child_starts: I64,
+    child_counts: I64,
+    strides: Sequence[int],
+    cells: int,
+) -> tuple[I64 | None, list[tuple[int, int, int]]]:
+    """Cut a level's parents into blocks (:mod:`.blocks`): the permutation that sorts them by
+    key (None when they already are) and the ``(start, stop, block id)`` of every block in
+    sorted order. Blocks depend on the parents' keys only, never on chunks or threads."""
+    first = first_child_keys(codes, chain, child_starts, strides)
+    order: I64 | None = None
+    if first.size > 1 and not bool((first[1:] > first[:-1]).all()):
+        order = np.argsort(first, kind="stable")
+        first, child_counts = first[order], child_counts[order]
+    block = parent_blocks(first, child_counts, bucket_width(cells), CHUNK_CHILDREN)
+    return order, runs(block)
 
 
 @dataclass(frozen=True)
@@ -177,22 +197,20 @@ def topdown(
         source: the random source of the noise.
         optimizer: ``(y, targets, offsets) -> x`` per level; IntOpt by default.
         progress: called after each level with its statistics.
-        threads: chunks of a level processed in parallel (numpy and the CSPRNG release the
-            GIL), by one pool for all levels. Each chunk has its own random stream spawned in
-            order, so a seeded run gives the same result whatever the thread count. The next
-            level's true counts are fetched by another thread meanwhile.
+        threads: blocks of a level processed in parallel (numpy and the CSPRNG release the
+            GIL), by one pool for all levels; the next level's true counts are fetched by
+            another thread meanwhile. Blocks are cut by the parents' keys (:func:`level_blocks`)
+            and, under a seed, each draws from the stream keyed by (seed, level, block), so a
+            seeded run gives the same result whatever the thread count, and on any engine that
+            forms the same blocks (:mod:`inftda_sql.spark`).
     """
     opt: Optimizer = optimizer or (lambda y, t, o: intopt(y, t, o))
     k = len(spec.chains)
     stats: list[LevelStats] = []
 
     t0 = time.perf_counter()
-    root = np.array([root_total], dtype=np.int64)
-    if sigmas[0] > 0:
-        root = root + draw_discrete_gaussian(float(sigmas[0]), 1, source=source)
-        root = np.maximum(root, 0)
-    codes: list[I64] = [np.zeros(int(root[0] > 0), dtype=np.int64) for _ in range(k)]
-    values: I64 = root[root > 0]
+    values: I64 = noisy_root(root_total, float(sigmas[0]), source)
+    codes: list[I64] = [np.zeros(values.size, dtype=np.int64) for _ in range(k)]
     stats.append(
         LevelStats(
             0,
@@ -239,20 +257,17 @@ def topdown(
                 keys_true, counts_true = empty
 
             n_parents = int(values.size)
+            starts, counts = off[codes[c]], child_counts
+            cells = math.prod(size[d] for size, d in zip(sizes, spec.levels[level], strict=True))
+            order, blocks = level_blocks(codes, c, starts, counts, strides, cells)
+            if order is not None:  # parents in key order: blocks are runs of them
+                codes = [code[order] for code in codes]
+                values, starts, counts = values[order], starts[order], counts[order]
             job = _LevelJob(
-                c,
-                codes,
-                values,
-                off[codes[c]],
-                child_counts,
-                strides,
-                keys_true,
-                counts_true,
-                sigma,
-                opt,
+                c, codes, values, starts, counts, strides, keys_true, counts_true, sigma, opt
             )
-            chunks = _chunks(job.child_counts)
-            sources = source.spawn(len(chunks))
+            chunks = [(a, b) for a, b, _ in blocks]
+            sources = [source.derive(level, block) for _, _, block in blocks]
             if len(chunks) > 1 and pool is not None:
                 parts = list(pool.map(job.run, chunks, sources))
             else:

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inftda_sql.core import topdown as _topdown
+from inftda_sql.core.blocks import parent_blocks, runs
 from inftda_sql.core.intopt import intopt
 from inftda_sql.core.rng import SeededSource
 from inftda_sql.core.spec import TreeSpec, parse_hierarchy
@@ -251,40 +252,78 @@ def test_chunks_and_threads_give_identical_seeded_results(world: tuple, seed: in
     assert _cells(_run(world, 0.0, seed, threads=2)) == world[2]
 
 
-def test_several_chunks_in_threads_match_one_thread(
+def test_several_blocks_in_threads_match_one_thread(
     monkeypatch: pytest.MonkeyPatch, small_chunks: None
 ) -> None:
-    """A level of 16 children in chunks of about 5 runs on the thread pool: same result."""
+    """A level of 16 children in blocks of about 5 runs on the thread pool: same result."""
     chain = ChainTree.from_parents([np.zeros(4, np.int64), np.repeat(np.arange(4), 4)])
     world = (parse_hierarchy(["a", "b"]), [chain], {(i,): 1 + i % 3 for i in range(16)})
-    n_chunks: list[int] = []
-    real = _topdown._chunks
+    n_blocks: list[int] = []
+    real = _topdown.level_blocks
 
-    def spy(child_counts: I64) -> list[tuple[int, int]]:
-        chunks = real(child_counts)
-        n_chunks.append(len(chunks))
-        return chunks
+    def spy(*args: object) -> tuple[I64 | None, list[tuple[int, int, int]]]:
+        order, blocks = real(*args)  # type: ignore[arg-type]
+        n_blocks.append(len(blocks))
+        return order, blocks
 
-    monkeypatch.setattr(_topdown, "_chunks", spy)
+    monkeypatch.setattr(_topdown, "level_blocks", spy)
     one = _cells(_run(world, 2.0, 7, threads=1))
-    assert n_chunks == [1, 3]  # the 4 regions, then 16 cities in runs of whole parents
+    assert n_blocks == [1, 3]  # the 4 regions, then 16 cities in runs of whole parents
     assert _cells(_run(world, 2.0, 7, threads=2)) == one
     assert _cells(_run(world, 2.0, 8, threads=2)) != one  # the seed matters, so the check can fail
 
 
-def test_chunks_split_at_parent_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 4)
+def test_blocks_split_at_parent_boundaries() -> None:
     counts = np.array([1, 2, 3, 9, 1, 1, 1], np.int64)
-    chunks = _topdown._chunks(counts)
-    assert chunks[0][0] == 0 and chunks[-1][1] == counts.size
-    assert all(a < b for a, b in chunks)
-    assert all(b == c for (_, b), (c, _) in itertools.pairwise(chunks))
-    # a chunk holds whole parents: at most CHUNK_CHILDREN children, or one big parent
-    assert all(counts[a:b].sum() <= 4 + counts[b - 1] for a, b in chunks)
-    assert len(chunks) > 1
-    assert _topdown._chunks(np.zeros(0, np.int64)) == []
-    monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 1 << 20)
-    assert _topdown._chunks(counts) == [(0, counts.size)]
+    first = np.cumsum(counts) - counts  # one chain: parents' children are consecutive keys
+    blocks = runs(parent_blocks(first, counts, 1, 4))
+    assert blocks[0][0] == 0 and blocks[-1][1] == counts.size
+    assert all(a < b for a, b, _ in blocks)
+    assert all(b == c for (_, b, _), (c, _, _) in itertools.pairwise(blocks))
+    # a block holds whole parents: at most 4 children, or one big parent
+    assert all(counts[a:b].sum() <= 4 + counts[b - 1] for a, b, _ in blocks)
+    # ids: the children before a block's first parent, in units of 4
+    assert [i for _, _, i in blocks] == [0, 1, 3, 4]
+    assert runs(parent_blocks(first[:0], counts[:0], 1, 4)) == []
+    assert [i for _, _, i in runs(parent_blocks(first, counts, 1, 1 << 20))] == [0]
+    # wider buckets move a block's start to a bucket boundary, never split a bucket
+    wide = parent_blocks(first, counts, 8, 4)
+    assert np.all(np.diff(wide) >= 0)
+    assert len({int(b) for b in wide[first // 8 == 0]}) == 1
+
+
+class _Keyed(SeededSource):
+    """A seeded source that records the (level, block) keys of the streams it derives."""
+
+    def __init__(self, seed: int, seen: list[tuple[int, int]]) -> None:
+        super().__init__(seed)
+        self.seen = seen
+
+    def derive(self, level: int, block: int) -> SeededSource:  # type: ignore[override]
+        self.seen.append((level, block))
+        return super().derive(level, block)  # type: ignore[return-value]
+
+
+@pytest.mark.usefixtures("small_chunks")
+@settings(max_examples=20, deadline=None)
+@given(worlds(), st.integers(0, 2**32))
+def test_seeded_noise_comes_from_streams_keyed_by_level_and_block(world: tuple, seed: int) -> None:
+    """Every level draws from derive(level, block) only, block ids increasing from 0; the same
+    keys give the same release, whatever words the source gave before."""
+    spec, chains, leaf = world
+    seen: list[tuple[int, int]] = []
+    args = (spec, chains, _true_level(spec, chains, leaf), [1.0] * (spec.n_levels + 1))
+    result = topdown(*args, sum(leaf.values()), source=_Keyed(seed, seen))
+    assert seen[0] == (0, 0)  # the root (noised here)
+    levels = [lv for lv, _ in seen[1:]]
+    assert levels == sorted(levels) and set(levels) <= set(range(1, spec.n_levels + 1))
+    for lv in set(levels):
+        ids = [b for level, b in seen[1:] if level == lv]
+        assert ids[0] == 0 and ids == sorted(set(ids))
+    used = SeededSource(seed)
+    used.words(1000)  # drawing elsewhere first changes no block's stream
+    again = topdown(*args, sum(leaf.values()), source=used)
+    assert _cells(again) == _cells(result)
 
 
 def test_true_counts_scatter_hits_and_zero_fill() -> None:
