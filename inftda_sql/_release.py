@@ -38,7 +38,7 @@ from .core.spec import TreeSpec
 from .core.tree import LevelStats
 from .engines.base import Scan
 from .engines.duckdb.engine import DuckDBEngine
-from .engines.duckdb.ledger import ReleaseRecord
+from .engines.records import ReleaseRecord
 from .mechanisms import (
     DEFAULT_MAX_CELLS,
     MECHANISMS,

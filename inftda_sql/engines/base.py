@@ -10,7 +10,7 @@ from ..core.arrays import I64
 from ..core.features import Lattice
 from ..core.tree import ChainTree, TopDownResult
 from ..mechanisms.base import FeatureResult
-from .duckdb.ledger import ReleaseRecord
+from .records import ReleaseRecord
 
 __all__ = ["Engine", "Scan"]
 
