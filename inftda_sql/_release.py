@@ -36,7 +36,7 @@ from .core.accounting import COMPOSES_IN_RHO, Accounting
 from .core.features import FeatureSpec
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
-from .engines.base import Scan
+from .engines.base import Engine, R, Scan
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.records import ReleaseRecord
 from .mechanisms import (
@@ -434,46 +434,62 @@ def _run(
     progress: Callable[[LevelStats], None] | None,
     t_start: float,
 ) -> Release:
-    """The stages of a checked request."""
-    stages = _Stages()
+    """The stages of a checked request on DuckDB."""
     if isinstance(request.mechanism, FeatureMechanism):
-        return _release_features(con, request, stages, progress, t_start)
+        return _release_features(con, request, _Stages(), progress, t_start)
     with DuckDBEngine(con, request) as engine:
-        budget_note = engine.prepare()
-        with stages("domain"):
-            engine.resolve()
-            chains = engine.code_domains()
-            accounting = request.account(chains)  # public domain only: no data read yet
-        with stages("scan"):
-            scan = engine.scan()
-        with stages("topdown"):
-            result = request.mechanism.run(
-                MechanismContext(
-                    spec=request.tree,
-                    chains=chains,
-                    true_level=engine.level_counts,
-                    total=scan.total,
-                    accounting=accounting,
-                    source=request.source,
-                    progress=progress,
-                    max_cells=request.max_cells,
-                )
-            )
-        non_private = request.non_private_reasons(budget_note)
-        with stages("write"):
-            details = {"levels": [lv.as_dict() for lv in result.levels], **_level_notes(accounting)}
-            record = _record(
-                request,
-                accounting,
-                engine.input_description,
-                engine.domain_description,
-                details,
-                scan,
-                non_private,
-                (stages.seconds, [lv.seconds for lv in result.levels]),
-            )
-            record = engine.write(result, record)
-            released = engine.released_table(result) if request.return_as else None
+        return run_release(engine, request, progress, t_start)
+
+
+def run_release(
+    engine: Engine[R],
+    request: ReleaseRequest,
+    progress: Callable[[LevelStats], None] | None,
+    t_start: float,
+) -> Release:
+    """The stages of a hierarchy release on any engine: prepare, domain (and the accounting,
+    from the public domain only), scan, mechanism, write."""
+    mechanism = request.mechanism
+    if isinstance(mechanism, FeatureMechanism):  # the callers dispatch feature releases before
+        raise TypeError(f"{mechanism.name} releases features, not a hierarchy")
+    stages = _Stages()
+    budget_note = engine.prepare()
+    with stages("domain"):
+        engine.resolve()
+        chains = engine.code_domains()
+        accounting = request.account(chains)  # public domain only: no data read yet
+    with stages("scan"):
+        scan = engine.scan()
+    with stages("topdown"):
+        result = engine.run_mechanism(
+            mechanism,
+            MechanismContext(
+                spec=request.tree,
+                chains=chains,
+                true_level=engine.level_counts,
+                total=scan.total,
+                accounting=accounting,
+                source=request.source,
+                progress=progress,
+                max_cells=request.max_cells,
+            ),
+        )
+    levels, total = engine.released(result)
+    non_private = request.non_private_reasons(budget_note)
+    with stages("write"):
+        details = {"levels": [lv.as_dict() for lv in levels], **_level_notes(accounting)}
+        record = _record(
+            request,
+            accounting,
+            engine.input_description,
+            engine.domain_description,
+            details,
+            scan,
+            non_private,
+            (stages.seconds, [lv.seconds for lv in levels]),
+        )
+        record = engine.write(result, record)
+        released = engine.released_table(result) if request.return_as else None
     return Release(
         output=request.output,
         levels_view=request.levels_view,
@@ -482,8 +498,8 @@ def _run(
         spec=request.spec,
         mechanism=request.mechanism.name,
         accounting=accounting,
-        levels=result.levels,
-        total=int(result.counts.sum()),
+        levels=levels,
+        total=total,
         timings=stages.done(time.perf_counter() - t_start),
         seeded=request.source.seeded,
         non_private=tuple(record.non_private),

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+import pyarrow as pa
 
 from ..core.arrays import I64
 from ..core.features import Lattice
-from ..core.tree import ChainTree, TopDownResult
+from ..core.tree import ChainTree, LevelStats
+from ..mechanisms import Mechanism, MechanismContext
 from ..mechanisms.base import FeatureResult
 from .records import ReleaseRecord
 
-__all__ = ["Engine", "Scan"]
+__all__ = ["Engine", "FeatureEngine", "Scan"]
+
+#: what an engine's mechanism stage returns and its write stage stores (a
+#: :class:`~inftda_sql.core.tree.TopDownResult` on DuckDB, a distributed table on Spark)
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -30,16 +37,16 @@ class Scan:
     privacy_unit: str | None = None
 
 
-class Engine(Protocol):
+class Engine(Protocol[R]):
     """One release's stages on one engine, in the order the pipeline calls them.
 
     Every check that can fail runs before the scan; nothing is written before :meth:`write`,
     which writes the output and its ledger row atomically; :meth:`close` drops whatever the
     release created on the way, whether it succeeded or not.
 
-    A hierarchy release calls resolve, code_domains, scan, level_counts (per level) and write;
-    a feature release (CBDP) calls resolve_features, code_lattice, feature_counts (one scan that
-    counts every query) and write_features.
+    A hierarchy release calls resolve, code_domains, scan, level_counts (per level),
+    run_mechanism, released and write. A feature release (CBDP) is DuckDB's only
+    (:class:`FeatureEngine`).
     """
 
     @property
@@ -79,10 +86,34 @@ class Engine(Protocol):
         """
         ...
 
-    def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
-        """Check the budget again, write the released cells and the ledger row atomically (one
-        transaction); return the ledger row as written, with its release id."""
+    def run_mechanism(self, mechanism: Mechanism, ctx: MechanismContext) -> R:
+        """Run the mechanism on this engine's true counts: ``mechanism.run(ctx)`` on the
+        driver, or, for a TopDown mechanism (``mechanism.topdown_step``), the same pass in the
+        engine's own tasks, the released leaves staying with the engine until :meth:`write`."""
         ...
+
+    def released(self, result: R) -> tuple[tuple[LevelStats, ...], int]:
+        """The per-level statistics of a result and its released total (public values)."""
+        ...
+
+    def released_table(self, result: R) -> pa.Table:
+        """The released leaf cells in memory (``return_as=``), as the written table holds them."""
+        ...
+
+    def write(self, result: R, record: ReleaseRecord) -> ReleaseRecord:
+        """Check the budget again, write the released cells and the ledger row atomically (one
+        transaction where the engine has them; else the output first, the ledger row after it is
+        complete); return the ledger row as written, with its release id."""
+        ...
+
+    def close(self) -> None:
+        """Drop the release's temporary objects."""
+        ...
+
+
+class FeatureEngine(Engine[Any], Protocol):
+    """An engine that also releases features (CBDP): resolve_features, code_lattice,
+    feature_counts (one scan that counts every query) and write_features."""
 
     def resolve_features(self) -> None:
         """Resolve the input and every domain table; check the input holds the leaf."""
@@ -96,10 +127,9 @@ class Engine(Protocol):
         """One scan of the private input: the true counts of every query (zeros included)."""
         ...
 
-    def write_features(self, lattice: Lattice, result: FeatureResult, record: ReleaseRecord) -> int:
-        """Write the released leaves, the features view and the ledger row atomically."""
-        ...
-
-    def close(self) -> None:
-        """Drop the release's temporary objects."""
+    def write_features(
+        self, lattice: Lattice, result: FeatureResult, record: ReleaseRecord
+    ) -> ReleaseRecord:
+        """Write the released leaves, the features view and the ledger row atomically; return
+        the ledger row as written."""
         ...

@@ -184,6 +184,11 @@ class Mechanism:
             full domain (its leaf level, or every level), which ``max_cells`` bounds.
         requires: a check before any work (a kind of budget, an optional extra installed).
         parameters: mechanism parameters derived from the accounting, recorded in the ledger.
+        topdown_step: for a TopDown mechanism (``run`` is ``ctx.topdown(topdown_step)``), its
+            per-level step ``(noisy children, parent values, offsets) -> released children``. An
+            engine that runs the TopDown pass in its own tasks (Spark: blocks of parents) runs
+            this step there instead of ``run``; None: the mechanism runs through ``run`` on the
+            true counts of whole levels.
     """
 
     name: str
@@ -194,6 +199,7 @@ class Mechanism:
     full_domain: Literal["leaves", "tree"] | None = None
     requires: Callable[[Budget], None] | None = None
     parameters: Callable[[Accounting], dict[str, Any]] | None = None
+    topdown_step: Optimizer | None = None
 
     #: a tree mechanism takes zCDP (or (epsilon, delta)) budgets, never a pure epsilon
     pure_budget = False

@@ -140,4 +140,5 @@ MECHANISM = Mechanism(
     name="tda_l2",
     summary="TopDown with a Euclidean projection and rounding per parent",
     run=run_tda_l2,
+    topdown_step=l2_optimizer,
 )

@@ -123,4 +123,5 @@ MECHANISM = Mechanism(
     summary="TopDown with the integer Chebyshev problem solved by a MILP solver (HiGHS)",
     run=run_tda_linf_solver,
     requires=_requires,
+    topdown_step=linf_milp_optimizer,
 )

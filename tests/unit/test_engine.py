@@ -71,6 +71,8 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
         "code_domains",
         "scan",
         "level_counts",
+        "run_mechanism",
+        "released",
         "write",
         # a feature release (CBDP): its domain, its one GROUPING SETS scan, its write
         "resolve_features",

@@ -20,7 +20,8 @@ from ...core.cells import LeafCells
 from ...core.domains import unwrap
 from ...core.features import FeatureSpec, Lattice
 from ...core.spec import TreeSpec
-from ...core.tree import ChainTree, TopDownResult
+from ...core.tree import ChainTree, LevelStats, TopDownResult
+from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
 from . import cache as _cache
@@ -317,6 +318,12 @@ class DuckDBEngine:
         if self._cells is None:
             raise SpecError("the input is not scanned yet: call scan() first")
         return self._cells.level(self.request.tree, level, strides)
+
+    def run_mechanism(self, mechanism: Mechanism, ctx: MechanismContext) -> TopDownResult:
+        return mechanism.run(ctx)
+
+    def released(self, result: TopDownResult) -> tuple[tuple[LevelStats, ...], int]:
+        return result.levels, int(result.counts.sum())
 
     def write(self, result: TopDownResult, record: ReleaseRecord) -> ReleaseRecord:
         """Write the released table (unless the release is returned in memory only) and the
