@@ -33,7 +33,7 @@ from .rng import RandomSource
 from .spec import TreeSpec
 from .tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
 
-__all__ = ["Optimizer", "level_blocks", "noisy_root", "topdown"]
+__all__ = ["LevelJob", "Optimizer", "level_blocks", "noisy_root", "topdown"]
 
 # Children per block of parents (:mod:`.blocks`), the unit of work and, under a seed, of a
 # random stream: ~1M keeps the working set of a chunk near 50 MB and gives the thread pool
@@ -292,3 +292,8 @@ def topdown(
             if progress:
                 progress(stats[-1])
     return TopDownResult(codes=tuple(codes), counts=values, levels=tuple(stats))
+
+
+#: the per-block kernel under a public name, for engines that run blocks in their own tasks
+#: (:mod:`inftda_sql.engines.spark.topdown`)
+LevelJob = _LevelJob

@@ -1,0 +1,195 @@
+"""Name resolution on Spark: tables of the catalog, DataFrames and declared values as sources.
+
+A :class:`SparkSource` is a DataFrame with the spelling of its columns (Spark resolves column
+names case-insensitively by default, as DuckDB does) and, for a table of the catalog, its full
+name (``catalog.database.table``): the key a budget is stored under and the ledger charges.
+The column checks here (scalar types, a numeric count, joinable domain types) say the same as
+the DuckDB engine's, in Spark's type names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from ..._errors import DomainError, InftdaError, InputDataError
+
+__all__ = [
+    "SparkSource",
+    "check_domain_types",
+    "check_scalar_type",
+    "count_column",
+    "full_name",
+    "quote",
+    "resolve_source",
+    "type_family",
+]
+
+
+def quote(name: str) -> str:
+    """A column or name part as a Spark SQL identifier (backticks, doubled inside)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def full_name(spark: SparkSession, name: str) -> str | None:
+    """``catalog.database.table`` of a table or view of the catalog, None if it names none."""
+    try:
+        if not spark.catalog.tableExists(name):
+            return None
+        table = spark.catalog.getTable(name)
+    except AnalysisException:
+        return None
+    parts = [table.catalog or "", *(table.namespace or []), table.name]
+    return ".".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class SparkSource:
+    """A readable input or domain: its DataFrame, how messages name it, its catalog key."""
+
+    df: DataFrame
+    description: str
+    key: str | None  # catalog.database.table of a catalog table, None for a DataFrame
+
+    @property
+    def names(self) -> dict[str, str]:
+        """Lower-case column name -> stored spelling."""
+        return {c.lower(): c for c in self.df.columns}
+
+    @property
+    def types(self) -> dict[str, T.DataType]:
+        """Lower-case column name -> Spark type."""
+        return {f.name.lower(): f.dataType for f in self.df.schema.fields}
+
+    def column(self, name: str, role: str, error: type[Exception] = InputDataError) -> str:
+        """The stored spelling of column ``name``, or a clear error listing what exists."""
+        try:
+            return self.names[name.lower()]
+        except KeyError:
+            available = ", ".join(self.df.columns)
+            raise error(
+                f"column {name!r} ({role}) not in {self.description}; available: {available}"
+            ) from None
+
+
+def resolve_source(
+    spark: SparkSession,
+    obj: object,
+    *,
+    role: str,
+    error: type[InftdaError] = InputDataError,
+    param: str | None = None,
+) -> SparkSource:
+    """A table or view name, a Spark DataFrame or a column mapping as a :class:`SparkSource`."""
+    if isinstance(obj, str):
+        key = full_name(spark, obj)
+        if key is None:
+            tables = [t.name for t in spark.catalog.listTables()][:20]
+            hint = ", ".join(tables) if tables else "(none)"
+            raise error(
+                f"{role} {obj!r} is not a table or view of this catalog; existing: {hint}",
+                param=param,
+            )
+        return SparkSource(spark.table(obj), f"table {obj!r}", key)
+    if isinstance(obj, DataFrame):
+        return SparkSource(obj, f"the {role} DataFrame", None)
+    if isinstance(obj, Mapping):
+        return SparkSource(
+            spark.createDataFrame(_mapping_table(obj, role, error, param)),
+            f"the declared {role}",
+            None,
+        )
+    raise error(
+        f"{role} must be a table or view name, a Spark DataFrame or a mapping "
+        f"{{column: [values]}}; got {type(obj).__name__}",
+        param=param,
+    )
+
+
+def _mapping_table(
+    obj: Mapping[Any, Any], role: str, error: type[InftdaError], param: str | None
+) -> pa.Table:
+    data = {}
+    for col, values in obj.items():
+        if (
+            not isinstance(col, str)
+            or isinstance(values, (str, bytes))
+            or not isinstance(values, Sequence)
+        ):
+            raise error(
+                f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}",
+                param=param,
+            )
+        data[col] = list(values)
+    lengths = {len(v) for v in data.values()}
+    if len(lengths) != 1 or 0 in lengths:
+        raise error(
+            f"{role} mapping columns must be non-empty and of equal length, got {obj!r}",
+            param=param,
+        )
+    try:
+        return pa.table(data)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise error(f"{role} mapping has mixed value types: {exc}", param=param) from exc
+
+
+def type_family(dtype: T.DataType) -> str:
+    """Coarse type class used to check that input and domain columns can be joined."""
+    if isinstance(dtype, T.IntegralType):
+        return "integer"
+    if isinstance(dtype, T.DecimalType):
+        return "integer" if dtype.scale == 0 else "fractional"
+    if isinstance(dtype, T.FractionalType):
+        return "fractional"
+    if isinstance(dtype, (T.StringType, T.VarcharType, T.CharType)):
+        return "string"
+    return dtype.simpleString()
+
+
+def check_scalar_type(src: SparkSource, column: str, role: str, error: type[InftdaError]) -> None:
+    """Refuse a column of a nested type (ARRAY, STRUCT, MAP): a hierarchy level or a privacy
+    unit needs one plain value per row."""
+    dtype = src.types[column.lower()]
+    if isinstance(dtype, (T.ArrayType, T.StructType, T.MapType)):
+        stored = src.names[column.lower()]
+        raise error(
+            f"{role} {stored!r} of {src.description} has type {dtype.simpleString()}, a nested "
+            "type; it needs one plain value (text, number, date) per row: pick a field or "
+            f"explode it first (e.g. df.withColumn({stored!r}, df[{stored!r}][0]))"
+        )
+
+
+def count_column(src: SparkSource, name: object, role: str = "count column") -> tuple[str, bool]:
+    """The stored name of a count column and whether it holds integers."""
+    from ..._errors import SpecError
+
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{role} must be a column name, got {name!r}")
+    stored = src.column(name, role)
+    dtype = src.types[name.lower()]
+    family = type_family(dtype)
+    if family not in ("integer", "fractional"):
+        raise InputDataError(
+            f"{role} {stored!r} has type {dtype.simpleString()}, not a number (in "
+            f"{src.description}); pass the column holding the number of records per row, or "
+            f"cast it first: df.withColumn({stored!r}, df[{stored!r}].cast('bigint'))"
+        )
+    return stored, family == "integer"
+
+
+def check_domain_types(inp: SparkSource, dom: SparkSource, chain: Sequence[str], role: str) -> None:
+    """Input and domain columns of a chain must be joinable (same type family)."""
+    for col in chain:
+        it, dt = inp.types[col.lower()], dom.types[col.lower()]
+        if type_family(it) != type_family(dt):
+            raise DomainError(
+                f"column {col!r} is {it.simpleString()} in the input but {dt.simpleString()} in "
+                f"the {role}; cast one of them (e.g. df.withColumn({col!r}, "
+                f"df[{col!r}].cast('string'))) so both have the same type"
+            )

@@ -1,0 +1,103 @@
+"""Domain coding on Spark: a chain's public domain collected to the driver once, coded there.
+
+Domains are public and modest (a country's municipalities, census blocks): their distinct
+paths are collected as Arrow, sorted by (parent path, value) on the driver with the same byte
+order DuckDB uses, and coded by :func:`~inftda_sql.core.tree.code_paths`, so both engines give
+every node the same code. The coded paths (the chain's columns and a code per depth) go back
+to Spark as a small DataFrame the scan joins and the write stage decodes with.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..._errors import DomainError
+from ...core.tree import ChainTree, code_paths
+from .catalog import quote
+
+__all__ = ["CodedChain", "build_chain", "depth_code"]
+
+
+def depth_code(chain: int, depth: int) -> str:
+    """The column of chain ``chain``'s depth-``depth`` code (in code tables and cell tables)."""
+    return f"__c{chain}_{depth}"
+
+
+class CodedChain:
+    """A chain's tree and its code table (the chain's columns, then ``depth_code(c, d)``)."""
+
+    def __init__(self, tree: ChainTree, codes: DataFrame) -> None:
+        self.tree = tree
+        self.codes = codes
+
+
+def build_chain(
+    spark: SparkSession,
+    index: int,
+    domain: DataFrame,
+    chain: Sequence[str],
+    types: Sequence[T.DataType],
+    role: str,
+) -> CodedChain:
+    """Validate and code one chain's domain (``domain`` has the chain's columns)."""
+    casts = [F.col(quote(c)).try_cast(t).alias(c) for c, t in zip(chain, types, strict=True)]
+    lost = [
+        F.sum((F.col(quote(c)).isNotNull() & F.col(quote(c)).try_cast(t).isNull()).cast("long"))
+        for c, t in zip(chain, types, strict=True)
+    ]
+    if any(n for n in domain.select(*lost).first() or () if n):
+        raise DomainError(
+            f"the {role} has values that do not convert to the input's column types "
+            f"({', '.join(f'{c} {t.simpleString()}' for c, t in zip(chain, types, strict=True))})"
+        )
+    paths = domain.select(*casts).distinct().toArrow()
+    if paths.num_rows == 0:
+        raise DomainError(
+            f"the {role} is empty; it must list every valid path of {', '.join(chain)}"
+        )
+    paths = pa.table(paths.columns, names=list(chain))
+    for col, values in zip(chain, paths.columns, strict=True):
+        if values.null_count:
+            raise DomainError(
+                f"the {role} has {values.null_count} row(s) with NULL in {col!r}; every listed "
+                "path must be complete"
+            )
+        if pa.types.is_floating(values.type):
+            n_nan = pc.sum(pc.is_nan(values)).as_py() or 0
+            if n_nan:
+                raise DomainError(
+                    f"the {role} has {n_nan} row(s) with NaN in {col!r}; NaN is not a category "
+                    "(it equals no value, so it cannot be counted once): drop or label those rows"
+                )
+    paths = paths.sort_by([(c, "ascending") for c in chain])
+    coded = code_paths(paths)
+    if coded.tree is None:
+        _nesting_error(coded.paths, chain, coded.not_nested or 2, role)
+    assert coded.tree is not None
+    table = coded.paths
+    for d, code in enumerate(coded.codes, start=1):
+        table = table.append_column(depth_code(index, d), pa.array(code))
+    return CodedChain(coded.tree, spark.createDataFrame(table))
+
+
+def _nesting_error(paths: pa.Table, chain: Sequence[str], depth: int, role: str) -> None:
+    parents: dict[object, list[object]] = defaultdict(list)
+    for parent, child in zip(
+        paths.column(depth - 2).to_pylist(), paths.column(depth - 1).to_pylist(), strict=True
+    ):
+        if parent not in parents[child]:
+            parents[child].append(parent)
+    value, (p1, p2) = next((v, ps[:2]) for v, ps in parents.items() if len(ps) > 1)
+    raise DomainError(
+        f"the {role} is not nested: {chain[depth - 1]}={value!r} is listed under "
+        f"{chain[depth - 2]}={p1!r} and {chain[depth - 2]}={p2!r}; every value must have one "
+        f"parent (use codes unique across the whole domain, e.g. prefix {chain[depth - 1]} with "
+        f"its {chain[depth - 2]})"
+    )

@@ -1,0 +1,335 @@
+"""Scan stage on Spark: one GROUP BY of the private input, its checks, the coded leaf cells.
+
+:func:`scan` bounds each privacy unit's contribution (window functions, the same keyed SHA-256
+ranking as ``sql/bound_units.sql``), groups the input by its hierarchy columns in Spark SQL,
+checks what it found (NULL keys, bad counts, leaf values outside the domain, ancestors that
+disagree with the domain) and joins the leaf cells to the domain's codes: the *cells* table, one
+row per non-empty leaf cell with a code per chain and depth and its count, kept by Spark for the
+rest of the release. :func:`level_counts` gives a driver-side mechanism the true counts of a
+level (a GROUP BY of the cells table). Every check runs before any noise is drawn; messages name
+columns and numbers of rows, never a count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..._errors import Arg, DomainError, InputDataError, SpecError
+from ...core.arrays import I64
+from ...core.intopt import VALUE_LIMIT
+from ...core.rng import RandomSource
+from ...core.spec import TreeSpec
+from ..base import Scan
+from .catalog import SparkSource, check_scalar_type, quote
+from .domain import CodedChain, depth_code
+
+__all__ = ["COUNT_LIMIT", "level_counts", "level_key", "scan"]
+
+#: the largest count a release handles (IntOpt's exact 64-bit arithmetic), as on DuckDB
+COUNT_LIMIT = VALUE_LIMIT
+_INT64_MAX = 2**63 - 1
+
+
+def _c(name: str) -> Column:
+    return F.col(quote(name))
+
+
+def _too_large(count: str | None) -> str:
+    what = f"the counts of {count!r}" if count else "the number of records"
+    return (
+        f"{what} must add up to at most 2**60 (about 1.15e18) for exact integer arithmetic; "
+        "count in larger units (e.g. thousands) or split the input"
+    )
+
+
+def _bound_units(
+    df: DataFrame, spec: TreeSpec, unit: str, *, distinct: bool, m: int, salt: str
+) -> DataFrame:
+    """The input with a ``__keep`` flag: at most ``m`` records (or distinct leaf cells) per
+    unit, chosen by a keyed SHA-256 under a secret salt (as ``sql/bound_units.sql``)."""
+    cols = [_c(c) for c in spec.columns]
+    rows = df.select(_c(unit).alias("__u"), *cols)
+    if distinct:
+        rows = rows.distinct()
+    by_unit = Window.partitionBy("__u")
+    ranked = rows.withColumn("__c", F.count(F.lit(1)).over(by_unit)).withColumn(
+        "__k",
+        F.when(
+            F.col("__c") > m,
+            F.sha2(
+                F.concat_ws(
+                    "|",
+                    F.lit(salt),
+                    F.col("__u").cast("string"),
+                    F.row_number().over(by_unit.orderBy(*cols)).cast("string"),
+                ),
+                256,
+            ),
+        ),
+    )
+    keep = (F.col("__c") <= m) | (F.row_number().over(by_unit.orderBy("__k")) <= m)
+    return ranked.withColumn("__keep", keep)
+
+
+def scan(
+    spec: TreeSpec,
+    inp: SparkSource,
+    chains: Sequence[CodedChain],
+    *,
+    count: str | None,
+    count_is_integer: bool,
+    privacy_unit: str | None,
+    contribution: int,
+    distinct: bool,
+    source: RandomSource,
+) -> tuple[Scan, DataFrame]:
+    """Scan the input: the checks, then the cells table (cached) and what the scan found."""
+    df = inp.df
+    unit: str | None = None
+    weight: Column = F.lit(1)
+    if privacy_unit is not None:
+        unit = _check_unit(inp, privacy_unit, spec, count)
+        salt = source.words(4).tobytes().hex()
+        df = _bound_units(df, spec, unit, distinct=distinct, m=contribution, salt=salt)
+        weight = F.col("__keep").cast("long")
+    cnt = _c(count) if count is not None else None
+    big = F.lit(float(_INT64_MAX))
+    wide = cnt.cast("decimal(38,0)") if cnt is not None else None
+    aggs = [
+        F.count(F.lit(1)).alias("__rows"),
+        F.sum(wide * weight if wide is not None else weight).cast("decimal(38,0)").alias("__n"),
+    ]
+    if cnt is not None:
+        aggs += [
+            F.sum(cnt.isNull().cast("long")).alias("__nulls"),
+            F.sum((cnt < 0).cast("long")).alias("__neg"),
+            F.sum(
+                (F.lit(False) if count_is_integer else _not_whole(cnt, inp, count)).cast("long")
+            ).alias("__frac"),
+            F.sum((cnt.cast("double") > big).cast("long")).alias("__big"),
+        ]
+    leaf = df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs).persist()
+    try:
+        _validate(leaf, spec, count, inp)
+        cells = _code_cells(leaf, spec, chains, inp)
+    except BaseException:
+        leaf.unpersist()
+        raise
+    total = int(cells.agg(F.sum("n")).first()[0] or 0)  # type: ignore[index]
+    leaf.unpersist()
+    if total > COUNT_LIMIT:
+        raise InputDataError(f"{inp.description}: {_too_large(count)}")
+    diagnostics: dict[str, Any] = {}
+    if privacy_unit is not None:
+        rows_in = inp.df.count()
+        diagnostics = {
+            "privacy_unit": privacy_unit,
+            "contribution_bound": contribution,
+            "distinct": distinct,
+            "rows_in": rows_in,
+            "rows_kept": total,
+            "rows_dropped": rows_in - total,
+        }
+    return Scan(total=total, diagnostics=diagnostics, privacy_unit=unit), cells
+
+
+def _not_whole(cnt: Column, inp: SparkSource, count: str | None) -> Column:
+    assert count is not None
+    dtype = inp.types[count.lower()]
+    if isinstance(dtype, T.DecimalType):
+        return cnt != F.floor(cnt)
+    return F.isnan(cnt) | (F.abs(cnt) == float("inf")) | (cnt != F.floor(cnt))
+
+
+def _null_error(col: str, inp: SparkSource) -> None:
+    raise InputDataError(
+        f"hierarchy column {col!r} of {inp.description} has NULL values; every record needs a "
+        "value in every hierarchy column (filter or fill them first)"
+    )
+
+
+def _validate(leaf: DataFrame, spec: TreeSpec, count: str | None, inp: SparkSource) -> None:
+    """NULL and NaN leaves, bad counts, counts too large (numbers of rows, never a count)."""
+    cols = spec.leaf_columns
+    checks = [F.sum(F.when(_c(c).isNull(), F.col("__rows")).otherwise(0)) for c in cols]
+    nan_cols = [c for c in cols if isinstance(inp.types[c.lower()], (T.FloatType, T.DoubleType))]
+    checks += [F.sum(F.isnan(_c(c)).cast("long")) for c in nan_cols]
+    if count is not None:
+        checks += [F.sum(F.col(k)) for k in ("__nulls", "__neg", "__frac", "__big")]
+        checks.append(F.sum((F.col("__n") > COUNT_LIMIT).cast("long")))
+    found = [int(v or 0) for v in leaf.agg(*checks).first() or ()]
+    for col, n_null in zip(cols, found, strict=False):
+        if n_null:
+            _null_error(col, inp)
+    for col, n_nan in zip(nan_cols, found[len(cols) :], strict=False):
+        if n_nan:
+            raise InputDataError(
+                f"hierarchy column {col!r} of {inp.description} has NaN values; NaN is not a "
+                "category (a domain cannot list it): filter or label those rows first",
+                param="hierarchy",
+            )
+    if count is None:
+        return
+    n_nulls, n_negative, n_not_whole, n_big, n_big_cells = found[len(cols) + len(nan_cols) :]
+    if n_nulls:
+        raise InputDataError(
+            f"count column {count!r} has {n_nulls:,} row(s) with NULL; use 0 or drop those "
+            f"rows first (df.where(df[{count!r}].isNotNull()))",
+            param="count",
+        )
+    if n_negative:
+        raise InputDataError(
+            f"count column {count!r} has {n_negative:,} row(s) with a negative value; counts "
+            f"must be non-negative integers: fix or drop those rows first (e.g. "
+            f"df.where(df[{count!r}] >= 0))",
+            param="count",
+        )
+    if n_not_whole:
+        raise InputDataError(
+            f"count column {count!r} has {n_not_whole:,} row(s) that are not whole numbers "
+            "(fractional, NaN or infinite); counts must be whole numbers (cast or round them "
+            "first)",
+            param="count",
+        )
+    if n_big:
+        raise InputDataError(
+            f"count column {count!r} has {n_big:,} row(s) beyond the 64-bit integer range; "
+            f"{_too_large(count)}",
+            param="count",
+        )
+    if n_big_cells:
+        raise InputDataError(
+            f"count column {count!r}: {n_big_cells:,} leaf cell(s) hold more than 2**60 "
+            f"records; {_too_large(count)}",
+            param="count",
+        )
+
+
+def _code_cells(
+    leaf: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain], inp: SparkSource
+) -> DataFrame:
+    """Join every chain's leaf value to its codes; check the input's paths against the domain.
+    Returns the cells table: a code per chain and depth, and ``n``, one row per leaf cell."""
+    joined = leaf
+    for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
+        dom = coded.codes.select(
+            *[_c(col).alias(f"__dom{c}_{i}") for i, col in enumerate(chain)],
+            *[F.col(depth_code(c, d)) for d in range(1, len(chain) + 1)],
+        )
+        joined = joined.join(
+            F.broadcast(dom), _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}"), "left"
+        )
+    joined = joined.persist()
+    try:
+        _check_paths(joined, spec)
+    except BaseException:
+        joined.unpersist()
+        raise
+    codes = [
+        F.col(depth_code(c, d))
+        for c, chain in enumerate(spec.chains)
+        for d in range(1, len(chain) + 1)
+    ]
+    cells = joined.groupBy(*codes).agg(F.sum("__n").cast("long").alias("n")).persist()
+    cells.count()
+    joined.unpersist()
+    return cells
+
+
+def _check_paths(joined: DataFrame, spec: TreeSpec) -> None:
+    """Leaf values must be in the domain, and every input row's ancestors must be those the
+    domain gives its leaf (an offending value is looked up only on error)."""
+    for c, chain in enumerate(spec.chains):
+        leaf_code = F.col(depth_code(c, len(chain)))
+        missing = joined.where(leaf_code.isNull()).select(_c(chain[-1])).distinct()
+        found = missing.agg(F.count(F.lit(1)), F.min(_c(chain[-1]))).first()
+        if found is not None and found[0]:
+            n_values, value = found
+            raise DomainError(
+                f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
+                f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
+            )
+    for c, chain in enumerate(spec.chains):
+        if len(chain) == 1:
+            continue
+        bad: Column = F.lit(False)
+        for i, col in enumerate(chain[:-1]):
+            bad = bad | ~_c(col).eqNullSafe(F.col(f"__dom{c}_{i}"))
+        ex = joined.where(bad).select(*[_c(col) for col in chain]).first()
+        if ex is None:
+            continue
+        for col, value in zip(chain, ex, strict=True):
+            if value is None:
+                raise InputDataError(
+                    f"hierarchy column {col!r} of the input has NULL values; every record needs "
+                    "a value in every hierarchy column (filter or fill them first)"
+                )
+        shown = ", ".join(f"{col}={v!r}" for col, v in zip(chain, ex, strict=True))
+        raise DomainError(
+            f"input path ({shown}) is not in the domain: the domain puts "
+            f"{chain[-1]}={ex[-1]!r} under other ancestors; fix the input's "
+            f"{', '.join(chain[:-1])} or the domain"
+        )
+
+
+def level_key(spec: TreeSpec, level: int, strides: Sequence[int]) -> Column:
+    """The mixed-radix key of a level's cell from the cells table's codes."""
+    key: Column = F.lit(0).cast("long")
+    for c, (depth, stride) in enumerate(zip(spec.levels[level], strides, strict=True)):
+        if depth:
+            key = key + F.col(depth_code(c, depth)).cast("long") * F.lit(int(stride))
+    return key
+
+
+def level_counts(
+    cells: DataFrame, spec: TreeSpec, level: int, strides: tuple[int, ...]
+) -> tuple[I64, I64]:
+    """True non-zero counts of one level, sorted by key, collected to the driver (for the
+    mechanisms that run there: the full-domain baselines)."""
+    tab = (
+        cells.where(F.col("n") > 0)
+        .groupBy(level_key(spec, level, strides).alias("key"))
+        .agg(F.sum("n").cast("long").alias("n"))
+        .orderBy("key")
+        .toArrow()
+    )
+    return (
+        tab.column("key").to_numpy().astype(np.int64, copy=False),
+        tab.column("n").to_numpy().astype(np.int64, copy=False),
+    )
+
+
+def _check_unit(inp: SparkSource, unit: object, spec: TreeSpec, count: str | None) -> str:
+    """The privacy-unit column: present, not a hierarchy or count column, never NULL."""
+    if not isinstance(unit, str) or not unit:
+        raise SpecError(f"privacy_unit must be a column name, got {unit!r}", param="privacy_unit")
+    stored = inp.column(unit, "privacy unit")
+    check_scalar_type(inp, unit, "privacy unit column", InputDataError)
+    if unit.lower() in {c.lower() for c in spec.columns}:
+        raise SpecError(
+            f"privacy_unit {unit!r} is also a hierarchy column; name the column that "
+            "identifies a person or household",
+            param="privacy_unit",
+        )
+    if count is not None:
+        raise SpecError(
+            Arg("privacy_unit"),
+            " bounds the records of each unit and needs one row per record, but ",
+            Arg("count", count, "!r"),
+            " says rows are pre-aggregated; expand them first or drop ",
+            Arg("privacy_unit"),
+            param="privacy_unit",
+        )
+    nulls = inp.df.where(_c(stored).isNull()).count()
+    if nulls:
+        raise InputDataError(
+            f"privacy unit column {stored!r} has {nulls} NULL value(s); every "
+            "record must belong to a unit (drop or label them first)"
+        )
+    return stored

@@ -1,0 +1,328 @@
+"""The TopDown pass on Spark: every level's noise and IntOpt run inside Spark's tasks.
+
+The surviving parents of a level live in a parquet file in the release's scratch folder (one
+row per parent: a code per chain and the released value), never on the driver. Per level:
+
+1. each parent's first child key, child count and bucket are computed in a ``mapInArrow`` from
+   the public domain's code ranges (a broadcast array);
+2. the children per bucket are summed with a ``GROUP BY`` and collected (at most
+   :data:`~inftda_sql.core.blocks.MAX_BUCKETS` small rows), and every bucket gets its block on
+   the driver (:func:`~inftda_sql.core.blocks.bucket_blocks`): the same blocks as DuckDB's;
+3. the level's true counts come from a Spark SQL ``GROUP BY`` of the cells table; each cell is
+   sent to its parent's block (``mapInArrow``: key -> parent's first key -> bucket -> block);
+4. parents and cells are co-grouped by block and ``applyInArrow`` runs the engine-free kernel
+   (:class:`~inftda_sql.core.topdown.LevelJob`: children from the domain, true counts by binary
+   search, noise, the mechanism's step, vectorised over the block) with the random source of
+   the block: under a test seed the stream keyed by (seed, level, block), so a seeded release
+   is the same table as on DuckDB, whatever the partitioning; else the OS CSPRNG of the task;
+5. the survivors are written to the scratch folder: that file, written once, is the level's
+   release (noise is never drawn again for it, even if Spark recomputes something downstream).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ... import _errors
+from ..._errors import InftdaError, InternalError
+from ...core import topdown as _topdown
+from ...core.arrays import I64
+from ...core.blocks import bucket_blocks, bucket_width, first_child_keys
+from ...core.rng import RandomSource
+from ...core.spec import TreeSpec
+from ...core.topdown import LevelJob, Optimizer, noisy_root
+from ...core.tree import ChainTree, LevelStats, key_strides
+from .scan import level_key
+
+__all__ = ["SparkLeaves", "raise_task_error", "remove_folder", "run_topdown", "scratch_folder"]
+
+
+@dataclass(frozen=True)
+class SparkLeaves:
+    """The released leaves of a distributed TopDown pass: a parquet folder with a code per
+    chain (``c0``, ``c1``, ...) and the released value ``v``; the levels' statistics; the
+    released total (the root's value)."""
+
+    path: str
+    levels: tuple[LevelStats, ...]
+    total: int
+
+
+def _code_cols(k: int) -> list[str]:
+    return [f"c{j}" for j in range(k)]
+
+
+def _schema(names: Sequence[str]) -> str:
+    return ", ".join(f"{n} long" for n in names)
+
+
+_TASK_ERROR = re.compile(r"inftda_sql\._errors\.(\w+): (.*)")
+
+
+def raise_task_error(exc: BaseException) -> None:
+    """Raise an inftda_sql error raised inside a Spark task as itself (Spark wraps it in a
+    PythonException with the task's traceback as text); return if it is not one."""
+    for line in str(exc).splitlines():
+        found = _TASK_ERROR.search(line)
+        if found:
+            cls = getattr(_errors, found.group(1), None)
+            if isinstance(cls, type) and issubclass(cls, InftdaError):
+                raise cls(found.group(2)) from None
+
+
+def _annotate(
+    off: Any, chain: int, strides: tuple[int, ...], width: int, k: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Parents -> parents with their first child key, first child code, child count, bucket."""
+    cols = _code_cols(k)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        offsets: I64 = off.value
+        for batch in batches:
+            codes = [batch.column(c).to_numpy(zero_copy_only=False) for c in cols]
+            starts = offsets[codes[chain]]
+            counts = offsets[codes[chain] + 1] - starts
+            first = first_child_keys(codes, chain, starts, strides)
+            arrays = [*codes, batch.column("v").to_numpy(zero_copy_only=False)]
+            arrays += [first, starts, counts, first // width]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(a, pa.int64()) for a in arrays],
+                names=[*cols, "v", "first", "start", "cnt", "bucket"],
+            )
+
+    return run
+
+
+def _lookup(blocks: Any, bucket: I64) -> tuple[I64, np.ndarray[Any, np.dtype[np.bool_]]]:
+    """Block of every bucket, and which buckets have one (a surviving parent)."""
+    buckets, ids = blocks.value
+    idx = np.searchsorted(buckets, bucket)
+    found = idx < buckets.size
+    found[found] = buckets[idx[found]] == bucket[found]
+    return ids[np.minimum(idx, max(buckets.size - 1, 0))], found
+
+
+def _assign_parents(
+    blocks: Any, k: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    names = [*_code_cols(k), "v", "first", "start", "cnt"]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            block, found = _lookup(blocks, batch.column("bucket").to_numpy(zero_copy_only=False))
+            if not found.all():
+                raise InternalError("a parent's bucket has no block; this is a bug, please report")
+            yield pa.RecordBatch.from_arrays(
+                [*(batch.column(n) for n in names), pa.array(block, pa.int64())],
+                names=[*names, "block"],
+            )
+
+    return run
+
+
+def _assign_cells(
+    off: Any, blocks: Any, size: int, width: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Cells (key, n) -> (block, key, n) of their parent's block; cells of buckets without
+    surviving parents are dropped (their parents were pruned)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        offsets: I64 = off.value
+        for batch in batches:
+            key = batch.column("key").to_numpy(zero_copy_only=False)
+            code = key % size  # the refined chain has stride 1 and this many codes
+            parent = np.searchsorted(offsets, code, side="right") - 1
+            first = key - code + offsets[parent]
+            block, found = _lookup(blocks, first // width)
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(block[found], pa.int64()),
+                    pa.array(key[found], pa.int64()),
+                    pa.array(batch.column("n").to_numpy(zero_copy_only=False)[found], pa.int64()),
+                ],
+                names=["block", "key", "n"],
+            )
+
+    return run
+
+
+def _kernel(
+    level: int,
+    chain: int,
+    k: int,
+    strides: tuple[int, ...],
+    sigma: float,
+    step: Optimizer,
+    source: RandomSource,
+) -> Callable[[pa.Table, pa.Table], pa.Table]:
+    """One block: the children of its parents noised and post-processed by ``step``."""
+    cols = _code_cols(k)
+
+    def run(parents: pa.Table, cells: pa.Table) -> pa.Table:
+        if parents.num_rows == 0:
+            return pa.table({c: pa.array([], pa.int64()) for c in [*cols, "v"]})
+
+        def col(table: pa.Table, name: str) -> I64:
+            out: I64 = table.column(name).to_numpy().astype(np.int64, copy=False)
+            return out
+
+        first = col(parents, "first")
+        order = np.argsort(first, kind="stable")
+        keys = col(cells, "key")
+        by_key = np.argsort(keys, kind="stable")
+        job = LevelJob(
+            chain,
+            [col(parents, c)[order] for c in cols],
+            col(parents, "v")[order],
+            col(parents, "start")[order],
+            col(parents, "cnt")[order],
+            strides,
+            keys[by_key],
+            col(cells, "n")[by_key],
+            sigma,
+            step,
+        )
+        block = int(col(parents, "block")[0])
+        codes, values, _ = job.run((0, parents.num_rows), source.derive(level, block))
+        return pa.table(
+            {**{c: pa.array(codes[j], pa.int64()) for j, c in enumerate(cols)}, "v": values}
+        )
+
+    return run
+
+
+def run_topdown(
+    spark: SparkSession,
+    spec: TreeSpec,
+    chains: Sequence[ChainTree],
+    cells: DataFrame,
+    sigmas: Sequence[float],
+    root_total: int,
+    *,
+    source: RandomSource,
+    step: Optimizer,
+    scratch: str,
+    progress: Callable[[LevelStats], None] | None = None,
+) -> SparkLeaves:
+    """Run TopDown over ``spec``'s levels with ``step`` per level, in Spark's tasks.
+
+    ``cells`` is the scan's cells table; ``sigmas`` per level, root first (0: no noise);
+    ``scratch`` a folder every executor can read and write (the survivors of every level).
+    """
+    sc = spark.sparkContext
+    k = len(spec.chains)
+    cols = _code_cols(k)
+    sizes = [ch.sizes for ch in chains]
+    block_children = _topdown.CHUNK_CHILDREN  # read now: tests shrink it
+    source.derive(0, 0)  # a seeded source fixes its key here, before it is shipped
+    stats: list[LevelStats] = []
+
+    def report(s: LevelStats) -> None:
+        stats.append(s)
+        if progress:
+            progress(s)
+
+    t0 = time.perf_counter()
+    values = noisy_root(root_total, float(sigmas[0]), source)
+    root = pa.table(
+        {**{c: pa.array(np.zeros(values.size, np.int64)) for c in cols}, "v": pa.array(values)}
+    )
+    path = f"{scratch}/level_0"
+    spark.createDataFrame(root, schema=_schema([*cols, "v"])).write.parquet(path)
+    total, n_parents = int(values.sum()), int(values.size)
+    seconds = time.perf_counter() - t0
+    report(LevelStats(0, "root", 0, int(sigmas[0] > 0), n_parents, float(sigmas[0]), seconds))
+
+    for level in range(1, spec.n_levels + 1):
+        t0 = time.perf_counter()
+        sigma = float(sigmas[level])
+        if n_parents == 0:
+            report(LevelStats(level, spec.level_name(level), 0, 0, 0, sigma, 0.0))
+            continue
+        c = spec.refined_chain(level)
+        depth = spec.levels[level][c]
+        strides = key_strides(spec, level, sizes)
+        n_cells = math.prod(s[d] for s, d in zip(sizes, spec.levels[level], strict=True))
+        width = bucket_width(n_cells)
+        off = sc.broadcast(chains[c].child_offsets[depth])
+        parents = spark.read.parquet(path).mapInArrow(
+            _annotate(off, c, strides, width, k),
+            _schema([*cols, "v", "first", "start", "cnt", "bucket"]),
+        )
+        totals = (
+            parents.groupBy("bucket")
+            .agg(F.sum("cnt").alias("children"), F.count(F.lit(1)).alias("parents"))
+            .toArrow()
+            .sort_by("bucket")
+        )
+        buckets = totals.column("bucket").to_numpy().astype(np.int64)
+        children = totals.column("children").to_numpy().astype(np.int64)
+        noised = int(children.sum())
+        blocks = sc.broadcast((buckets, bucket_blocks(children, block_children)))
+        level_cells = (
+            cells.where(F.col("n") > 0)
+            .groupBy(level_key(spec, level, strides).alias("key"))
+            .agg(F.sum("n").cast("long").alias("n"))
+            .mapInArrow(
+                _assign_cells(off, blocks, sizes[c][depth], width), "block long, key long, n long"
+            )
+        )
+        out = (
+            parents.mapInArrow(
+                _assign_parents(blocks, k),
+                _schema([*cols, "v", "first", "start", "cnt", "block"]),
+            )
+            .groupBy("block")
+            .cogroup(level_cells.groupBy("block"))
+            .applyInArrow(_kernel(level, c, k, strides, sigma, step, source), _schema([*cols, "v"]))
+        )
+        path = f"{scratch}/level_{level}"
+        try:
+            out.write.parquet(path)
+        except PySparkException as exc:
+            raise_task_error(exc)
+            raise
+        off.unpersist()
+        blocks.unpersist()
+        survivors = spark.read.parquet(path).count()
+        report(
+            LevelStats(
+                level,
+                spec.level_name(level),
+                n_parents,
+                noised,
+                survivors,
+                sigma,
+                time.perf_counter() - t0,
+            )
+        )
+        n_parents = survivors
+    return SparkLeaves(path=path, levels=tuple(stats), total=total)
+
+
+def scratch_folder(spark: SparkSession, scratch: str | None) -> str:
+    """A fresh folder for one release's intermediate files (under ``scratch`` or the warehouse)."""
+    base = scratch or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
+    return f"{base.rstrip('/')}/__inftda_{uuid.uuid4().hex[:12]}"
+
+
+def remove_folder(spark: SparkSession, path: str) -> None:
+    """Delete ``path`` recursively through Hadoop's file system (local, HDFS, object stores)."""
+    jvm = spark.sparkContext._jvm
+    jsc = spark.sparkContext._jsc
+    if jvm is None or jsc is None:
+        return
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    hpath.getFileSystem(jsc.hadoopConfiguration()).delete(hpath, True)
