@@ -3,13 +3,14 @@
 The surviving parents of a level live in a parquet file in the release's scratch folder (one
 row per parent: a code per chain and the released value), never on the driver. Per level:
 
-1. each parent's first child key, child count and bucket are computed in a ``mapInArrow`` from
-   the public domain's code ranges (a broadcast array);
+1. each parent's first child key, child count and bucket are computed in Spark SQL from the
+   public domain's code ranges (a broadcast join with ``parent -> (start, count)``);
 2. the children per bucket are summed with a ``GROUP BY`` and collected (at most
    :data:`~inftda_sql.core.blocks.MAX_BUCKETS` small rows), and every bucket gets its block on
    the driver (:func:`~inftda_sql.core.blocks.bucket_blocks`): the same blocks as DuckDB's;
+   this aggregate also counts the survivors of the level above;
 3. the level's true counts come from a Spark SQL ``GROUP BY`` of the cells table; each cell is
-   sent to its parent's block (``mapInArrow``: key -> parent's first key -> bucket -> block);
+   sent to its parent's block (key -> parent's first key -> bucket -> block, broadcast joins);
 4. parents and cells are co-grouped by block and ``applyInArrow`` runs the engine-free kernel
    (:class:`~inftda_sql.core.topdown.LevelJob`: children from the domain, true counts by binary
    search, noise, the mechanism's step, vectorised over the block) with the random source of
@@ -21,13 +22,13 @@ row per parent: a code per chain and the released value), never on the driver. P
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,10 +37,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ... import _errors
-from ..._errors import InftdaError, InternalError
+from ..._errors import InftdaError
 from ...core import topdown as _topdown
 from ...core.arrays import I64
-from ...core.blocks import bucket_blocks, bucket_width, first_child_keys
+from ...core.blocks import bucket_blocks, bucket_width
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ...core.topdown import LevelJob, Optimizer, noisy_root
@@ -80,82 +81,6 @@ def raise_task_error(exc: BaseException) -> None:
             cls = getattr(_errors, found.group(1), None)
             if isinstance(cls, type) and issubclass(cls, InftdaError):
                 raise cls(found.group(2)) from None
-
-
-def _annotate(
-    off: Any, chain: int, strides: tuple[int, ...], width: int, k: int
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Parents -> parents with their first child key, first child code, child count, bucket."""
-    cols = _code_cols(k)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        offsets: I64 = off.value
-        for batch in batches:
-            codes = [batch.column(c).to_numpy(zero_copy_only=False) for c in cols]
-            starts = offsets[codes[chain]]
-            counts = offsets[codes[chain] + 1] - starts
-            first = first_child_keys(codes, chain, starts, strides)
-            arrays = [*codes, batch.column("v").to_numpy(zero_copy_only=False)]
-            arrays += [first, starts, counts, first // width]
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(a, pa.int64()) for a in arrays],
-                names=[*cols, "v", "first", "start", "cnt", "bucket"],
-            )
-
-    return run
-
-
-def _lookup(blocks: Any, bucket: I64) -> tuple[I64, np.ndarray[Any, np.dtype[np.bool_]]]:
-    """Block of every bucket, and which buckets have one (a surviving parent)."""
-    buckets, ids = blocks.value
-    idx = np.searchsorted(buckets, bucket)
-    found = idx < buckets.size
-    found[found] = buckets[idx[found]] == bucket[found]
-    return ids[np.minimum(idx, max(buckets.size - 1, 0))], found
-
-
-def _assign_parents(
-    blocks: Any, k: int
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    names = [*_code_cols(k), "v", "first", "start", "cnt"]
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            block, found = _lookup(blocks, batch.column("bucket").to_numpy(zero_copy_only=False))
-            if not found.all():
-                raise InternalError("a parent's bucket has no block; this is a bug, please report")
-            yield pa.RecordBatch.from_arrays(
-                [*(batch.column(n) for n in names), pa.array(block, pa.int64())],
-                names=[*names, "block"],
-            )
-
-    return run
-
-
-def _assign_cells(
-    off: Any, blocks: Any, size: int, width: int
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Cells (key, n) -> (block, key, n) of their parent's block; cells of buckets without
-    surviving parents are dropped (their parents were pruned)."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        offsets: I64 = off.value
-        for batch in batches:
-            key = batch.column("key").to_numpy(zero_copy_only=False)
-            code = key % size  # the refined chain has stride 1 and this many codes
-            parent = np.searchsorted(offsets, code, side="right") - 1
-            first = key - code + offsets[parent]
-            block, found = _lookup(blocks, first // width)
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(block[found], pa.int64()),
-                    pa.array(key[found], pa.int64()),
-                    pa.array(batch.column("n").to_numpy(zero_copy_only=False)[found], pa.int64()),
-                ],
-                names=["block", "key", "n"],
-            )
-
-    return run
 
 
 def _kernel(
@@ -221,7 +146,6 @@ def run_topdown(
     ``cells`` is the scan's cells table; ``sigmas`` per level, root first (0: no noise);
     ``scratch`` a folder every executor can read and write (the survivors of every level).
     """
-    sc = spark.sparkContext
     k = len(spec.chains)
     cols = _code_cols(k)
     sizes = [ch.sizes for ch in chains]
@@ -245,21 +169,32 @@ def run_topdown(
     seconds = time.perf_counter() - t0
     report(LevelStats(0, "root", 0, int(sigmas[0] > 0), n_parents, float(sigmas[0]), seconds))
 
+    pending: LevelStats | None = None  # a level's statistics, until its survivors are counted
     for level in range(1, spec.n_levels + 1):
         t0 = time.perf_counter()
         sigma = float(sigmas[level])
+        name = spec.level_name(level)
         if n_parents == 0:
-            report(LevelStats(level, spec.level_name(level), 0, 0, 0, sigma, 0.0))
+            if pending is not None:  # it had no parents, so no survivors
+                report(dataclasses.replace(pending, surviving_cells=0))
+                pending = None
+            report(LevelStats(level, name, 0, 0, 0, sigma, 0.0))
             continue
         c = spec.refined_chain(level)
         depth = spec.levels[level][c]
         strides = key_strides(spec, level, sizes)
         n_cells = math.prod(s[d] for s, d in zip(sizes, spec.levels[level], strict=True))
         width = bucket_width(n_cells)
-        off = sc.broadcast(chains[c].child_offsets[depth])
-        parents = spark.read.parquet(path).mapInArrow(
-            _annotate(off, c, strides, width, k),
-            _schema([*cols, "v", "first", "start", "cnt", "bucket"]),
+        offsets = chains[c].child_offsets[depth]
+        first = F.col("start")
+        for j in range(k):
+            if j != c:
+                first = first + F.col(f"c{j}") * F.lit(int(strides[j]))
+        parents = (
+            spark.read.parquet(path)
+            .join(F.broadcast(_ranges(spark, offsets)), F.col(f"c{c}") == F.col("parent"))
+            .select(*cols, "v", "start", "cnt", first.alias("first"))
+            .withColumn("bucket", F.floor(F.col("first") / F.lit(width)).cast("long"))
         )
         totals = (
             parents.groupBy("bucket")
@@ -269,21 +204,38 @@ def run_topdown(
         )
         buckets = totals.column("bucket").to_numpy().astype(np.int64)
         children = totals.column("children").to_numpy().astype(np.int64)
-        noised = int(children.sum())
-        blocks = sc.broadcast((buckets, bucket_blocks(children, block_children)))
+        n_parents, noised = int(pc_sum(totals, "parents")), int(children.sum())
+        if pending is not None:  # the survivors of the level above are this level's parents
+            report(dataclasses.replace(pending, surviving_cells=n_parents))
+        ids = pa.table({"bucket": pa.array(buckets), "block": pa.array(children)})
+        ids = ids.set_column(1, "block", pa.array(bucket_blocks(children, block_children)))
+
+        def block_of(ids: pa.Table = ids) -> DataFrame:
+            # one per side of the co-group (no ambiguous self-join)
+            return spark.createDataFrame(ids, schema="bucket long, block long")
+
+        code, parent = _depth_code(c, depth), _depth_code(c, depth - 1)
         level_cells = (
             cells.where(F.col("n") > 0)
-            .groupBy(level_key(spec, level, strides).alias("key"))
-            .agg(F.sum("n").cast("long").alias("n"))
-            .mapInArrow(
-                _assign_cells(off, blocks, sizes[c][depth], width), "block long, key long, n long"
+            .groupBy(
+                level_key(spec, level, strides).alias("key"),
+                F.col(code).cast("long").alias("code"),
+                (F.col(parent).cast("long") if depth > 1 else F.lit(0).cast("long")).alias("p"),
             )
+            .agg(F.sum("n").cast("long").alias("n"))
+            .join(F.broadcast(_ranges(spark, offsets)), F.col("p") == F.col("parent"))
+            .withColumn(
+                "bucket",
+                F.floor((F.col("key") - F.col("code") + F.col("start")) / F.lit(width)).cast(
+                    "long"
+                ),
+            )
+            .join(F.broadcast(block_of()), "bucket")
+            .select("block", "key", "n")
         )
         out = (
-            parents.mapInArrow(
-                _assign_parents(blocks, k),
-                _schema([*cols, "v", "first", "start", "cnt", "block"]),
-            )
+            parents.join(F.broadcast(block_of()), "bucket")
+            .select(*cols, "v", "first", "start", "cnt", "block")
             .groupBy("block")
             .cogroup(level_cells.groupBy("block"))
             .applyInArrow(_kernel(level, c, k, strides, sigma, step, source), _schema([*cols, "v"]))
@@ -294,22 +246,34 @@ def run_topdown(
         except PySparkException as exc:
             raise_task_error(exc)
             raise
-        off.unpersist()
-        blocks.unpersist()
-        survivors = spark.read.parquet(path).count()
-        report(
-            LevelStats(
-                level,
-                spec.level_name(level),
-                n_parents,
-                noised,
-                survivors,
-                sigma,
-                time.perf_counter() - t0,
-            )
-        )
-        n_parents = survivors
-    return SparkLeaves(path=path, levels=tuple(stats), total=total)
+        pending = LevelStats(level, name, n_parents, noised, -1, sigma, time.perf_counter() - t0)
+    if pending is not None:
+        report(dataclasses.replace(pending, surviving_cells=spark.read.parquet(path).count()))
+    return SparkLeaves(path=path, levels=tuple(sorted(stats, key=lambda s: s.level)), total=total)
+
+
+def pc_sum(table: pa.Table, column: str) -> int:
+    """The sum of an integer column of an Arrow table."""
+    return int(table.column(column).to_numpy().sum()) if table.num_rows else 0
+
+
+def _depth_code(chain: int, depth: int) -> str:
+    from .domain import depth_code
+
+    return depth_code(chain, depth)
+
+
+def _ranges(spark: SparkSession, offsets: I64) -> DataFrame:
+    """The children of every node of the depth above: ``parent -> (start, cnt)`` codes."""
+    starts = np.asarray(offsets[:-1], np.int64)
+    table = pa.table(
+        {
+            "parent": pa.array(np.arange(starts.size, dtype=np.int64)),
+            "start": pa.array(starts),
+            "cnt": pa.array(np.diff(offsets).astype(np.int64)),
+        }
+    )
+    return spark.createDataFrame(table, schema="parent long, start long, cnt long")
 
 
 def scratch_folder(spark: SparkSession, scratch: str | None) -> str:

