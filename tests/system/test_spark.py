@@ -175,6 +175,7 @@ def test_seeded_spark_equals_duckdb_on_synthetic_od(
 @pytest.mark.shared
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_seeded_spark_equals_duckdb_on_portugal(spark: Any, sdb: str, partitions: int) -> None:
+    """Portugal's municipalities (O/D, destination tree), as DuckDB releases them."""
     con, hierarchy, domain = _portugal(spark)
     duck, sk = _both(
         spark, con, "pt", partitions, hierarchy=hierarchy, domain=domain, count="count",
@@ -203,6 +204,7 @@ def test_infinite_budget_is_exact_on_portugal(spark: Any, sdb: str) -> None:
     assert sorted(tuple(r) for r in got) == sorted(by_district)
 
 
+@pytest.mark.slow
 def test_infinite_budget_is_exact_on_synthetic_microdata(spark: Any, sdb: str) -> None:
     """One row per trip, read as a DataFrame: the released cells are the true non-zero cells."""
     import inftda_sql.spark
@@ -250,19 +252,20 @@ def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
     import inftda_sql.spark
 
     con = duckdb.connect()
-    rows = [("N", "a", 1), ("N", "b", 2), ("S", "z", 3), (None, "c", 1)]
-    table = pa.table(
-        {"r": [r[0] for r in rows], "c": [r[1] for r in rows], "n": [r[2] for r in rows]}
-    )
-    con.register("src", table)
-    con.execute("CREATE TABLE t AS SELECT * FROM src WHERE r IS NOT NULL").fetchall()
-    con.execute("CREATE TABLE t_null AS SELECT * FROM src").fetchall()
-    for name in ("t", "t_null"):
+    good = [("N", "a", 1), ("N", "b", 2), ("S", "c", 3)]
+    tables = {"t": good, "t_z": [*good, ("S", "z", 3)], "t_null": [*good, ("N", None, 1)]}
+    for name, rows in tables.items():
+        table = pa.table(
+            {"r": [r[0] for r in rows], "c": [r[1] for r in rows], "n": [r[2] for r in rows]}
+        )
+        con.register("src", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM src").fetchall()
+        con.unregister("src")
         _to_spark(spark, con, f"SELECT * FROM {name}", name)
     dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
     cases: list[tuple[str, dict[str, Any], type[Exception], str]] = [
-        ("t", {}, DomainError, "value\\(s\\) of 'c' in the input are not in the domain"),
-        ("t_null", {}, InputDataError, "hierarchy column 'r' .* has NULL values"),
+        ("t_z", {}, DomainError, "value\\(s\\) of 'c' in the input are not in the domain"),
+        ("t_null", {}, InputDataError, "hierarchy column 'c' .* has NULL values"),
         ("t", {"hierarchy": ["r", "x"]}, InputDataError, "column 'x' \\(hierarchy column\\)"),
         ("t", {"count": "r"}, InputDataError, "not a number"),
         ("t", {"rho": -1.0}, Exception, "rho"),
@@ -286,6 +289,7 @@ def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
         inftda_sql.spark.release(spark, "t", hierarchy=["r", "c"], domain=dom, count="n", rho=INF)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["tda_l2", "vanilla_gauss"])
 def test_baselines_seeded_equal_duckdb(spark: Any, sdb: str, mechanism: str) -> None:
     """A TopDown baseline runs its step in Spark's tasks, a full-domain one on the driver:

@@ -29,7 +29,13 @@ from ..base import Scan
 from .catalog import SparkSource, check_scalar_type, quote
 from .domain import CodedChain, depth_code
 
-__all__ = ["COUNT_LIMIT", "level_counts", "level_key", "scan"]
+
+def describe(spark: Any, what: str | None) -> None:
+    """Label the Spark jobs that follow (Spark UI, event log): ``inftda_sql <what>``."""
+    spark.sparkContext.setJobDescription(None if what is None else f"inftda_sql {what}")
+
+
+__all__ = ["COUNT_LIMIT", "describe", "level_counts", "level_key", "scan"]
 
 #: the largest count a release handles (IntOpt's exact 64-bit arithmetic), as on DuckDB
 COUNT_LIMIT = VALUE_LIMIT
@@ -114,6 +120,7 @@ def scan(
             ).alias("__frac"),
             F.sum((cnt.cast("double") > big).cast("long")).alias("__big"),
         ]
+    describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
     leaf = df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs).persist()
     try:
         _validate(leaf, spec, count, inp)
@@ -123,6 +130,7 @@ def scan(
         raise
     total = int(cells.agg(F.sum("n")).first()[0] or 0)  # type: ignore[index]
     leaf.unpersist()
+    describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
         raise InputDataError(f"{inp.description}: {_too_large(count)}")
     diagnostics: dict[str, Any] = {}

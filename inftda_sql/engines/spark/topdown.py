@@ -45,9 +45,16 @@ from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ...core.topdown import LevelJob, Optimizer, noisy_root
 from ...core.tree import ChainTree, LevelStats, key_strides
-from .scan import level_key
+from .scan import describe, level_key
 
-__all__ = ["SparkLeaves", "raise_task_error", "remove_folder", "run_topdown", "scratch_folder"]
+__all__ = [
+    "SparkLeaves",
+    "describe",
+    "raise_task_error",
+    "remove_folder",
+    "run_topdown",
+    "scratch_folder",
+]
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,7 @@ def run_topdown(
             .select(*cols, "v", "start", "cnt", first.alias("first"))
             .withColumn("bucket", F.floor(F.col("first") / F.lit(width)).cast("long"))
         )
+        describe(spark, f"level {level} ({name}): children per bucket")
         totals = (
             parents.groupBy("bucket")
             .agg(F.sum("cnt").alias("children"), F.count(F.lit(1)).alias("parents"))
@@ -241,6 +249,7 @@ def run_topdown(
             .applyInArrow(_kernel(level, c, k, strides, sigma, step, source), _schema([*cols, "v"]))
         )
         path = f"{scratch}/level_{level}"
+        describe(spark, f"level {level} ({name}): noise and step per block, survivors written")
         try:
             out.write.parquet(path)
         except PySparkException as exc:
@@ -248,7 +257,9 @@ def run_topdown(
             raise
         pending = LevelStats(level, name, n_parents, noised, -1, sigma, time.perf_counter() - t0)
     if pending is not None:
+        describe(spark, f"level {pending.level} ({pending.name}): survivors counted")
         report(dataclasses.replace(pending, surviving_cells=spark.read.parquet(path).count()))
+    describe(spark, None)
     return SparkLeaves(path=path, levels=tuple(sorted(stats, key=lambda s: s.level)), total=total)
 
 

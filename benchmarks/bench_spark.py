@@ -1,0 +1,351 @@
+"""The same release on DuckDB and on Spark (local mode, 1 and 2 cores), side by side in one run.
+
+    python benchmarks/bench_spark.py                 # Italy-scale synthetic: 28.8M trips, 6 levels
+    python benchmarks/bench_spark.py --scale 0.05    # a quick look
+    python benchmarks/bench_spark.py --kernel        # the per-block kernel alone (children/s)
+
+The data are made once (``inftda_sql.synthetic.italy_like``, one row per trip) in a DuckDB file
+and exported to parquet; then each engine runs in a fresh subprocess: DuckDB reads its table,
+Spark reads the parquet files as an external table (``local[1]`` and ``local[2]``: the executor
+cores of local mode). Every run is seeded with the same seed, so the three outputs must be the
+same table (checked). Peak memory is the largest sum of the resident sets of the subprocess
+and all its descendants (the JVM, the Python workers), sampled every 0.2 s. Where Spark's time
+goes comes from its event log: the wall time, executor run time and bytes shuffled of the
+jobs of each step (the engine labels them ``inftda_sql ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+HIERARCHY = [["o_region", "o_province", "o_mun"], ["d_region", "d_province", "d_mun"]]
+SEED = 2024
+
+
+def _tree_rss_mb(pid: int) -> float:
+    """Resident set of ``pid`` and all its descendants, in MB."""
+    children: dict[int, list[int]] = defaultdict(list)
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        ppid = vm = 0
+        for line in status.splitlines():
+            if line.startswith("PPid:"):
+                ppid = int(line.split()[1])
+            elif line.startswith("VmRSS:"):
+                vm = int(line.split()[1])
+        children[ppid].append(int(entry.name))
+        rss[int(entry.name)] = vm
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack += children.get(p, [])
+    return total / 1024
+
+
+def _run(args: list[str]) -> dict[str, Any]:
+    """Run a worker subprocess, sampling the peak RSS of its process tree."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    peak = [0.0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
+            time.sleep(0.2)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - t0
+    t.join()
+    lines = out.decode().strip().splitlines()
+    result: dict[str, Any] = json.loads(lines[-1]) if lines else {"error": "no output"}
+    result["process_seconds"] = round(wall, 1)
+    result["peak_rss_mb"] = round(peak[0])
+    return result
+
+
+def _prepare(work: Path, scale: float) -> None:
+    import duckdb
+
+    from inftda_sql.synthetic import italy_like
+
+    db = work / "italy.duckdb"
+    if (work / "trips").exists() and db.exists():
+        return
+    con = duckdb.connect(str(db))
+    italy_like(con, scale=scale, microdata=True, overwrite=True)
+    (work / "trips").mkdir(exist_ok=True)
+    con.execute(
+        f"COPY trips TO '{work / 'trips'}' (FORMAT parquet, PER_THREAD_OUTPUT true, OVERWRITE true)"
+    ).fetchall()
+    for view in ("geo_origin", "geo_destination"):
+        con.execute(f"COPY (SELECT * FROM {view}) TO '{work / view}.parquet' (FORMAT parquet)")
+    con.close()
+
+
+def _worker_duckdb(work: Path) -> dict[str, Any]:
+    import duckdb
+
+    import inftda_sql
+
+    con = duckdb.connect(str(work / "italy.duckdb"))
+    t0 = time.perf_counter()
+    r = inftda_sql.release(
+        con,
+        "trips",
+        hierarchy=HIERARCHY,
+        domain=["geo_origin", "geo_destination"],
+        rho=1.0,
+        seed=SEED,
+        output="trips_private",
+        overwrite=True,
+    )
+    seconds = time.perf_counter() - t0
+    digest = con.execute(
+        "SELECT count(*), sum(hash(o_mun, d_mun, count)) FROM trips_private"
+    ).fetchall()[0]
+    return {
+        "engine": "duckdb",
+        "release_seconds": round(seconds, 2),
+        "stages": {k: round(v, 2) for k, v in r.timings.items()},
+        "levels": [
+            (lv.name, lv.noised_cells, lv.surviving_cells, round(lv.seconds, 2)) for lv in r.levels
+        ],
+        "digest": [int(digest[0]), str(digest[1])],
+    }
+
+
+def _event_steps(log_dir: Path) -> list[dict[str, Any]]:
+    """Per labelled step: jobs' wall time, executor run time and shuffle/input bytes."""
+    job_desc: dict[int, str] = {}
+    stage_job: dict[int, int] = {}
+    job_time: dict[int, list[float]] = {}
+    stage_metrics: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for path in sorted(p for p in log_dir.rglob("*") if p.is_file()):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            kind = ev.get("Event")
+            if kind == "SparkListenerJobStart":
+                jid = ev["Job ID"]
+                job_desc[jid] = (ev.get("Properties") or {}).get("spark.job.description") or "other"
+                for sid in ev.get("Stage IDs", []):
+                    stage_job[sid] = jid
+                job_time[jid] = [ev["Submission Time"], ev["Submission Time"]]
+            elif kind == "SparkListenerJobEnd":
+                job_time[ev["Job ID"]][1] = ev["Completion Time"]
+            elif kind == "SparkListenerTaskEnd":
+                m = ev.get("Task Metrics") or {}
+                s = stage_metrics[ev["Stage ID"]]
+                s["tasks"] += 1
+                s["run_ms"] += m.get("Executor Run Time", 0)
+                s["gc_ms"] += m.get("JVM GC Time", 0)
+                s["shuffle_write"] += (m.get("Shuffle Write Metrics") or {}).get(
+                    "Shuffle Bytes Written", 0
+                )
+                s["input"] += (m.get("Input Metrics") or {}).get("Bytes Read", 0)
+    steps: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for jid, desc in job_desc.items():
+        a, b = job_time[jid]
+        steps[desc]["wall_s"] += (b - a) / 1000
+        steps[desc]["jobs"] += 1
+    for sid, m in stage_metrics.items():
+        desc = job_desc.get(stage_job.get(sid, -1), "other")
+        for key, value in m.items():
+            steps[desc][key] += value
+    out = []
+    for desc, m in steps.items():
+        out.append(
+            {
+                "step": desc,
+                "jobs": int(m["jobs"]),
+                "wall_s": round(m["wall_s"], 2),
+                "tasks": int(m["tasks"]),
+                "executor_run_s": round(m["run_ms"] / 1000, 2),
+                "gc_s": round(m["gc_ms"] / 1000, 2),
+                "shuffle_write_mb": round(m["shuffle_write"] / 2**20, 1),
+                "input_mb": round(m["input"] / 2**20, 1),
+            }
+        )
+    return sorted(out, key=lambda x: -x["wall_s"])
+
+
+def _worker_spark(work: Path, cores: int, memory: str) -> dict[str, Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    log_dir = work / f"events_{cores}"
+    import shutil
+
+    for folder in (log_dir, work / f"warehouse_{cores}"):  # the catalog is in memory: start clean
+        if folder.exists():
+            shutil.rmtree(folder)
+    log_dir.mkdir()
+    t0 = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    import inftda_sql.spark
+
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .config("spark.driver.memory", memory)
+        .config("spark.sql.shuffle.partitions", str(4 * cores))
+        .config("spark.ui.enabled", "false")
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.dir", str(log_dir))
+        .config("spark.eventLog.rolling.enabled", "false")
+        .config("spark.eventLog.compress", "false")
+        .config("spark.sql.warehouse.dir", str(work / f"warehouse_{cores}"))
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    start = time.perf_counter() - t0
+    trips = spark.read.parquet(str(work / "trips"))
+    geo = [
+        spark.read.parquet(str(work / f"{v}.parquet")) for v in ("geo_origin", "geo_destination")
+    ]
+    t0 = time.perf_counter()
+    r = inftda_sql.spark.release(
+        spark,
+        trips,
+        hierarchy=HIERARCHY,
+        domain=geo,
+        rho=1.0,
+        seed=SEED,
+        output="trips_private",
+        overwrite=True,
+    )
+    seconds = time.perf_counter() - t0
+    out = spark.table("trips_private").toArrow()
+    spark.stop()
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("out", out)
+    digest = con.execute("SELECT count(*), sum(hash(o_mun, d_mun, count)) FROM out").fetchall()[0]
+    return {
+        "engine": f"spark local[{cores}]",
+        "jvm_start_seconds": round(start, 1),
+        "release_seconds": round(seconds, 2),
+        "stages": {k: round(v, 2) for k, v in r.timings.items()},
+        "levels": [
+            (lv.name, lv.noised_cells, lv.surviving_cells, round(lv.seconds, 2)) for lv in r.levels
+        ],
+        "digest": [int(digest[0]), str(digest[1])],
+        "spark_steps": _event_steps(log_dir),
+    }
+
+
+def _kernel(children: int) -> dict[str, Any]:
+    """The per-block kernel alone (what one Spark task runs per block): children/s."""
+    import numpy as np
+
+    from inftda_sql.core.rng import SeededSource
+    from inftda_sql.core.topdown import LevelJob
+    from inftda_sql.mechanisms.inftda import intopt_step
+
+    rng = np.random.default_rng(1)
+    fan = 20
+    parents = children // fan
+    starts = np.arange(parents, dtype=np.int64) * fan
+    counts = np.full(parents, fan, np.int64)
+    keys = np.sort(rng.choice(children, size=children // 10, replace=False)).astype(np.int64)
+    true = rng.integers(1, 50, size=keys.size).astype(np.int64)
+    values = np.full(parents, 100, np.int64)
+    job = LevelJob(
+        0, [np.zeros(parents, np.int64)], values, starts, counts, (1,), keys, true, 3.0, intopt_step
+    )
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        job.run((0, parents), SeededSource(1).derive(1, 0))
+        best = min(best, time.perf_counter() - t0)
+    return {
+        "children": children,
+        "seconds": round(best, 3),
+        "children_per_s": round(children / best),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--work", default="/tmp/inftda_bench_spark")
+    ap.add_argument("--memory", default="4g", help="Spark driver memory (local mode)")
+    ap.add_argument("--engines", default="duckdb,spark1,spark2")
+    ap.add_argument("--kernel", action="store_true")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    work = Path(args.work) / f"scale_{args.scale}"
+    if args.worker:
+        if args.worker == "duckdb":
+            res = _worker_duckdb(work)
+        elif args.worker == "kernel":
+            res = _kernel(1 << 20)
+        else:
+            res = _worker_spark(work, int(args.worker[len("spark") :]), args.memory)
+        print(json.dumps(res))
+        return
+    if args.kernel:
+        print(json.dumps(_run(["--worker", "kernel"]), indent=1))
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    _prepare(work, args.scale)
+    print(f"data ready in {time.perf_counter() - t0:.0f} s ({work})", flush=True)
+    with open("/proc/loadavg") as f:
+        print("load average:", f.read().split()[:3], flush=True)
+    results = []
+    for engine in args.engines.split(","):
+        res = _run(
+            [
+                "--worker",
+                engine,
+                "--scale",
+                str(args.scale),
+                "--work",
+                args.work,
+                "--memory",
+                args.memory,
+            ]
+        )
+        results.append(res)
+        print(json.dumps(res), flush=True)
+    digests = {json.dumps(r.get("digest")) for r in results}
+    print("same table on every engine:", len(digests) == 1)
+    print("\n| engine | release s | process s | peak RSS MB | scan s | topdown s | write s |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        st = r.get("stages", {})
+        print(
+            f"| {r.get('engine')} | {r.get('release_seconds')} | {r['process_seconds']} | "
+            f"{r['peak_rss_mb']} | {st.get('scan')} | {st.get('topdown')} | {st.get('write')} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
