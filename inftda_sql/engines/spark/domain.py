@@ -30,12 +30,21 @@ def depth_code(chain: int, depth: int) -> str:
     return f"__c{chain}_{depth}"
 
 
+#: code tables up to this many paths are broadcast to every task; larger ones (millions of
+#: census blocks) are joined by a shuffle, as Spark decides
+BROADCAST_PATHS = 1 << 20
+
+
 class CodedChain:
     """A chain's tree and its code table (the chain's columns, then ``depth_code(c, d)``)."""
 
     def __init__(self, tree: ChainTree, codes: DataFrame) -> None:
         self.tree = tree
         self.codes = codes
+
+    def joinable(self, frame: DataFrame) -> DataFrame:
+        """``frame`` (a projection of the code table) marked for broadcast when it is small."""
+        return F.broadcast(frame) if self.tree.sizes[-1] <= BROADCAST_PATHS else frame
 
 
 def build_chain(

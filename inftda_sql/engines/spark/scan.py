@@ -231,7 +231,7 @@ def _code_cells(
             *[F.col(depth_code(c, d)) for d in range(1, len(chain) + 1)],
         )
         joined = joined.join(
-            F.broadcast(dom), _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}"), "left"
+            coded.joinable(dom), _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}"), "left"
         )
     joined = joined.persist()
     try:

@@ -32,7 +32,7 @@ def decode(leaves: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain]) -> D
         codes = coded.codes.select(
             *[F.col(quote(col)) for col in chain], F.col(depth_code(c, len(chain)))
         )
-        out = out.join(F.broadcast(codes), F.col(f"c{c}") == F.col(depth_code(c, len(chain))))
+        out = out.join(coded.joinable(codes), F.col(f"c{c}") == F.col(depth_code(c, len(chain))))
     return out.select(*[F.col(quote(col)) for col in spec.columns], F.col("v").alias("count"))
 
 
