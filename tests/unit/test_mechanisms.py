@@ -215,3 +215,33 @@ def test_a_new_mechanisms_requirement_is_checked_before_any_data(
         inftda_sql.release(
             con, "nothing", hierarchy=["a"], domain="g", rho=0.5, mechanism="exact_leaves"
         )
+
+
+@pytest.mark.parametrize("name", ["inftda", "tda_l2"])
+def test_a_topdown_step_is_what_run_runs(name: str) -> None:
+    """An engine that runs ``topdown_step`` in its own tasks releases what ``run`` releases."""
+    from inftda_sql.core.rng import SeededSource
+    from inftda_sql.core.topdown import topdown
+
+    mech = _mechanisms.get(name)
+    assert mech.topdown_step is not None
+    spec = parse_hierarchy(["region", "city"])
+    tree = ChainTree.from_parents([np.zeros(3, np.int64), np.array([0, 0, 1, 1, 2], np.int64)])
+    keys = {1: (np.arange(3), np.array([5, 9, 4])), 2: (np.arange(5), np.array([1, 4, 6, 3, 4]))}
+
+    def true_level(level: int, strides: tuple[int, ...]) -> tuple[Any, Any]:
+        k, n = keys[level]
+        return k.astype(np.int64), n.astype(np.int64)
+
+    acct = mech.account(Budget.from_args(rho=2.0), spec)
+    ctx = MechanismContext(spec, [tree], true_level, 18, acct, SeededSource(4))
+    got = mech.run(ctx)
+    want = topdown(
+        spec, [tree], true_level, ctx.tree_sigmas, 18, source=SeededSource(4),
+        optimizer=mech.topdown_step,
+    )  # fmt: skip
+    assert got.codes[0].tolist() == want.codes[0].tolist()
+    assert got.counts.tolist() == want.counts.tolist()
+    assert [m.topdown_step is not None for m in _mechanisms.REGISTRY.values()] == [
+        True, False, False, True, True, False,
+    ]  # fmt: skip
