@@ -101,8 +101,10 @@ def level_blocks(
 
 
 @dataclass(frozen=True)
-class _LevelJob:
-    """One level's work, split into chunks of whole parents that run independently."""
+class LevelJob:
+    """One level's work, split into chunks of whole parents that run independently (public:
+    an engine that runs blocks in its own tasks runs this kernel there,
+    :mod:`inftda_sql.engines.spark.topdown`)."""
 
     chain: int  # the chain this level refines (stride 1 in the level key)
     codes: Sequence[I64]  # per chain, the codes of the surviving parents
@@ -263,7 +265,7 @@ def topdown(
             if order is not None:  # parents in key order: blocks are runs of them
                 codes = [code[order] for code in codes]
                 values, starts, counts = values[order], starts[order], counts[order]
-            job = _LevelJob(
+            job = LevelJob(
                 c, codes, values, starts, counts, strides, keys_true, counts_true, sigma, opt
             )
             chunks = [(a, b) for a, b, _ in blocks]
@@ -296,4 +298,3 @@ def topdown(
 
 #: the per-block kernel under a public name, for engines that run blocks in their own tasks
 #: (:mod:`inftda_sql.engines.spark.topdown`)
-LevelJob = _LevelJob

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Sequence
 from types import TracebackType
 
 import numpy as np
@@ -13,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
+from ...core.domains import match_columns, unwrap
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
@@ -61,6 +63,8 @@ class SparkEngine:
         self.scratch = scratch_folder(spark, scratch)
         self._input: SparkSource | None = None
         self._domains: list[SparkSource] = []
+        self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
+        self._shared: list[int] = []  # per chain: how many chains read its domain
         self._domain_frames: list[DataFrame] = []
         self._domain_desc: list[str] = []
         self._chains: list[CodedChain] = []
@@ -85,29 +89,36 @@ class SparkEngine:
         return "; ".join(self._domain_desc)
 
     @property
+    def input_description(self) -> str:
+        """The input for the ledger: its name as given, ``<relation>`` for a DataFrame."""
+        return self.request.input_description
+
+    @property
     def input(self) -> SparkSource:
         if self._input is None:
             raise SpecError("the input is not resolved yet: call prepare() first")
         return self._input
 
     def _domain_role(self, chain: int) -> str:
-        return f"domain of chain {chain + 1}" if len(self.request.spec.chains) > 1 else "domain"
+        return f"domain of chain {chain + 1}" if len(self.request.tree.chains) > 1 else "domain"
 
     def prepare(self) -> str | None:
         req = self.request
         self._namespace = namespace_of(self.spark, req.output)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
-        if req.domains is not None:
-            for c in range(len(req.spec.chains)):
-                self._domains.append(
-                    resolve_source(
-                        self.spark,
-                        req.domains[c],
-                        role=self._domain_role(c),
-                        error=DomainError,
-                        param="domain",
-                    )
+        resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
+        for c, given in enumerate(req.domains or ()):
+            source, columns = unwrap(given)
+            dom = resolved.get(id(source))
+            if dom is None:
+                dom = resolve_source(
+                    self.spark, source, role=self._domain_role(c), error=DomainError, param="domain"
                 )
+                resolved[id(source)] = dom
+            self._domains.append(dom)
+            self._columns.append(dict(columns))
+        self._shared = [sum(d is dom for d in self._domains) for dom in self._domains]
+        self._check_domains_are_not_the_input()
         self._check_targets()
         inp = self.input
         return check_budget(
@@ -116,8 +127,40 @@ class SparkEngine:
             [inp.key] if inp.key else [],
             None if inp.key else "a DataFrame",
             req.budget,
-            req.mechanism.guarantee,
+            req.guarantee,
             override=req.budget_override,
+        )
+
+    def _check_domains_are_not_the_input(self) -> None:
+        """A domain that is the input table would take the categories from the private data
+        while the release is recorded as private: refused (as on DuckDB)."""
+        key = self.input.key
+        for c, dom in enumerate(self._domains):
+            if key is not None and dom.key is not None and dom.key.lower() == key.lower():
+                raise DomainError(
+                    f"the {self._domain_role(c)} ({dom.description}) is the input table {key}: "
+                    "its categories would come from the private data. Pass the PUBLIC "
+                    "geography, or ",
+                    Arg("domain_from_data", True),
+                    " (recorded as not private)",
+                    param="domain",
+                )
+
+    def _chain_source(self, c: int, chain: Sequence[str], role: str) -> SparkSource:
+        """Chain ``c``'s domain read as the chain's columns: itself when it has them, else the
+        domain columns its explicit mapping or a common prefix leads to, renamed."""
+        src, shared = self._domains[c], self._shared[c]
+        what = (
+            f"{role} ({src.description}{f', one domain for {shared} chains' if shared > 1 else ''})"
+        )
+        columns = match_columns(chain, src.df.columns, self._columns[c], role=what, shared=shared)
+        if all(source.lower() == name.lower() for name, source in columns.items()):
+            return src
+        read_as = ", ".join(f"{name}={source}" for name, source in columns.items())
+        return SparkSource(
+            src.df.select(*[src.df[quote(source)].alias(name) for name, source in columns.items()]),
+            f"{src.description} read as {read_as}",
+            src.key,
         )
 
     def _check_targets(self) -> None:
@@ -157,7 +200,7 @@ class SparkEngine:
                 )
 
     def resolve(self) -> None:
-        req, spec, inp = self.request, self.request.spec, self.input
+        req, spec, inp = self.request, self.request.tree, self.input
         for col in spec.columns:
             inp.column(col, "hierarchy column")
             check_scalar_type(inp, col, "hierarchy column", InputDataError)
@@ -175,7 +218,7 @@ class SparkEngine:
                 )
                 self._domain_desc.append("FROM DATA (not private)")
                 continue
-            dom = self._domains[c]
+            dom = self._chain_source(c, chain, role)
             for col in chain:
                 dom.column(col, f"hierarchy column of the {role}", DomainError)
                 check_scalar_type(dom, col, f"hierarchy column of the {role}", DomainError)
@@ -184,7 +227,7 @@ class SparkEngine:
             self._domain_desc.append(dom.description)
 
     def code_domains(self) -> list[ChainTree]:
-        spec, inp = self.request.spec, self.input
+        spec, inp = self.request.tree, self.input
         self._chains = []
         for c, chain in enumerate(spec.chains):
             types = [inp.types[col.lower()] for col in chain]
@@ -197,7 +240,7 @@ class SparkEngine:
     def scan(self) -> Scan:
         req = self.request
         found, self._cells = scan(
-            req.spec,
+            req.tree,
             self.input,
             self._chains,
             count=self._count,
@@ -216,7 +259,7 @@ class SparkEngine:
         return self._cells
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
-        return level_counts(self.cells, self.request.spec, level, strides)
+        return level_counts(self.cells, self.request.tree, level, strides)
 
     def run_mechanism(self, mechanism: Mechanism, ctx: MechanismContext) -> SparkResult:
         if mechanism.topdown_step is None:
@@ -244,7 +287,7 @@ class SparkEngine:
     def _leaves(self, result: SparkResult) -> DataFrame:
         if isinstance(result, SparkLeaves):
             return self.spark.read.parquet(result.path)
-        k = len(self.request.spec.chains)
+        k = len(self.request.tree.chains)
         table = pa.table(
             {
                 **{f"c{j}": pa.array(np.asarray(result.codes[j], np.int64)) for j in range(k)},
@@ -262,16 +305,16 @@ class SparkEngine:
             [inp.key] if inp.key else [],
             None if inp.key else "a DataFrame",
             req.budget,
-            req.mechanism.guarantee,
+            req.guarantee,
             override=req.budget_override,
         )
         if note and note not in record.non_private:
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
-        released = decode(self._leaves(result), req.spec, self._chains)
+        released = decode(self._leaves(result), req.tree, self._chains)
         return write_release(
             self.spark,
             released,
-            req.spec,
+            req.tree,
             output=sql_name(req.output),
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ..._errors import Arg, BudgetError
-from ...core.accounting import Budget, budget_verdict
+from ...core.accounting import COMPOSES_IN_RHO, Budget, budget_verdict
 from ..records import BudgetRecord, ReleaseRecord
 
 __all__ = [
@@ -181,6 +181,6 @@ def _spent(found: Sequence[ReleaseRecord], key: str) -> tuple[float, int]:
     for r in found:
         if key.lower() in (k.lower() for k in (r.base_tables or [])):
             n += 1
-            if r.guarantee == "zCDP" and r.rho is not None:
+            if r.guarantee in COMPOSES_IN_RHO and r.rho is not None:
                 rho += r.rho
     return rho, n

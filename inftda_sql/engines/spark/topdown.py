@@ -206,13 +206,18 @@ def run_topdown(
         describe(spark, f"level {level} ({name}): children per bucket")
         totals = (
             parents.groupBy("bucket")
-            .agg(F.sum("cnt").alias("children"), F.count(F.lit(1)).alias("parents"))
+            .agg(
+                F.sum("cnt").alias("children"),
+                F.count(F.lit(1)).alias("parents"),
+                # an only child is its parent's value: no noise drawn, no true count read
+                F.sum(F.when(F.col("cnt") > 1, F.col("cnt")).otherwise(0)).alias("noised"),
+            )
             .toArrow()
             .sort_by("bucket")
         )
         buckets = totals.column("bucket").to_numpy().astype(np.int64)
         children = totals.column("children").to_numpy().astype(np.int64)
-        n_parents, noised = int(pc_sum(totals, "parents")), int(children.sum())
+        n_parents, noised = int(pc_sum(totals, "parents")), int(pc_sum(totals, "noised"))
         if pending is not None:  # the survivors of the level above are this level's parents
             report(dataclasses.replace(pending, surviving_cells=n_parents))
         ids = pa.table({"bucket": pa.array(buckets), "block": pa.array(children)})
@@ -223,8 +228,9 @@ def run_topdown(
             return spark.createDataFrame(ids, schema="bucket long, block long")
 
         code, parent = _depth_code(c, depth), _depth_code(c, depth - 1)
+        # a level its parents determine (every child an only child) reads no true count
         level_cells = (
-            cells.where(F.col("n") > 0)
+            cells.where(F.col("n") > 0 if noised else F.lit(False))
             .groupBy(
                 level_key(spec, level, strides).alias("key"),
                 F.col(code).cast("long").alias("code"),
