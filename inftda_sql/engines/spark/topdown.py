@@ -11,7 +11,8 @@ row per parent: a code per chain and the released value), never on the driver. P
    this aggregate also counts the survivors of the level above;
 3. the level's true counts come from a Spark SQL ``GROUP BY`` of the cells table; each cell is
    sent to its parent's block (key -> parent's first key -> bucket -> block, broadcast joins);
-4. parents and cells are co-grouped by block and ``applyInArrow`` runs the engine-free kernel
+4. parents and cells are co-grouped by block, in as many partitions as the level has blocks,
+   and ``applyInArrow`` runs the engine-free kernel
    (:class:`~inftda_sql.core.topdown.LevelJob`: children from the domain, true counts by binary
    search, noise, the mechanism's step, vectorised over the block) with the random source of
    the block: under a test seed the stream keyed by (seed, level, block), so a seeded release
@@ -220,8 +221,13 @@ def run_topdown(
         n_parents, noised = int(pc_sum(totals, "parents")), int(pc_sum(totals, "noised"))
         if pending is not None:  # the survivors of the level above are this level's parents
             report(dataclasses.replace(pending, surviving_cells=n_parents))
-        ids = pa.table({"bucket": pa.array(buckets), "block": pa.array(children)})
-        ids = ids.set_column(1, "block", pa.array(bucket_blocks(children, block_children)))
+        block_ids = bucket_blocks(children, block_children)
+        ids = pa.table({"bucket": pa.array(buckets), "block": pa.array(block_ids)})
+        # one partition per block (on average: placed by hash), so a task holds about
+        # block_children children and a level runs as many tasks as it has blocks; an explicit
+        # count keeps adaptive execution from coalescing blocks (their inputs are small: the
+        # children are made in the task) into a few long tasks
+        n_blocks = max(1, int(np.unique(block_ids).size))
 
         def block_of(ids: pa.Table = ids) -> DataFrame:
             # one per side of the co-group (no ambiguous self-join)
@@ -250,8 +256,9 @@ def run_topdown(
         out = (
             parents.join(F.broadcast(block_of()), "bucket")
             .select(*cols, "v", "first", "start", "cnt", "block")
+            .repartition(n_blocks, "block")
             .groupBy("block")
-            .cogroup(level_cells.groupBy("block"))
+            .cogroup(level_cells.repartition(n_blocks, "block").groupBy("block"))
             .applyInArrow(_kernel(level, c, k, strides, sigma, step, source), _schema([*cols, "v"]))
         )
         path = f"{scratch}/level_{level}"
