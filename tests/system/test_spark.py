@@ -223,6 +223,35 @@ def test_infinite_budget_is_exact_on_synthetic_microdata(spark: Any, sdb: str) -
     assert r.input == "<relation>" and r.total == d.trips_total
 
 
+def test_one_geography_serves_both_chains_as_on_duckdb(spark: Any, italy: Any) -> None:
+    """One geography table (region, province, mun) for both chains: the o_/d_ columns found by
+    their common prefix, or named by a Domain's mapping; the same table as DuckDB's."""
+    import inftda_sql.spark
+
+    con, d = italy
+    con.execute(
+        f"CREATE TABLE geo AS SELECT DISTINCT o_region AS region, o_province AS province, "
+        f"o_mun AS mun FROM {d.geo_origin}"
+    ).fetchall()
+    _to_spark(spark, con, "SELECT * FROM geo", "geo")
+    kwargs = dict(hierarchy=OD, domain="geo", count="n", rho=1.0, seed=3)
+    duck, sk = _both(spark, con, "trips", 2, **kwargs)
+    got = _check_same(spark, con, duck, sk)
+    _to_spark(spark, con, "SELECT region AS r, province AS p, mun AS m FROM geo", "geo2")
+    mapping = {
+        f"{s}_{c}": v
+        for s in "od"
+        for c, v in zip(("region", "province", "mun"), "rpm", strict=True)
+    }
+    r = inftda_sql.spark.release(
+        spark, "trips", **{**kwargs, "domain": inftda_sql.Domain("geo2", columns=mapping)},
+        output="mapped",
+    )  # fmt: skip
+    assert _rows(spark, "mapped") == got
+    row = inftda_sql.spark.ledger(spark)[-1]
+    assert row.release_id == r.release_id and "read as o_region=r" in row.domain_source
+
+
 def test_ledger_row_has_the_duckdb_fields(spark: Any, sdb: str) -> None:
     import inftda_sql.spark
 
