@@ -99,12 +99,26 @@ class SparkEngine:
             raise SpecError("the input is not resolved yet: call prepare() first")
         return self._input
 
+    @property
+    def output(self) -> str:
+        """The output table's name (a Spark release always writes one)."""
+        if self.request.output is None:  # pragma: no cover - spark.release() sets no return_as
+            raise SpecError("a Spark release writes a table: pass ", Arg("output"), param="output")
+        return self.request.output
+
+    def released_table(self, result: SparkResult) -> pa.Table:
+        """Not on Spark: the released table stays in the cluster (``spark.table(r.output)``)."""
+        raise SpecError(
+            "a Spark release is not returned in memory; read spark.table(r.output)",
+            param="return_as",
+        )
+
     def _domain_role(self, chain: int) -> str:
         return f"domain of chain {chain + 1}" if len(self.request.tree.chains) > 1 else "domain"
 
     def prepare(self) -> str | None:
         req = self.request
-        self._namespace = namespace_of(self.spark, req.output)
+        self._namespace = namespace_of(self.spark, self.output)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
         resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
         for c, given in enumerate(req.domains or ()):
@@ -315,7 +329,7 @@ class SparkEngine:
             self.spark,
             released,
             req.tree,
-            output=sql_name(req.output),
+            output=sql_name(self.output),
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,
             namespace=self._namespace,
