@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import uuid
 from collections.abc import Iterator
@@ -52,6 +53,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         )
     from pyspark.sql import SparkSession
 
+    handler = signal.getsignal(signal.SIGINT)
+
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = (
@@ -67,8 +70,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    try:
+        yield session
+    finally:
+        session.stop()
+        signal.signal(signal.SIGINT, handler)  # SparkContext installs its own, never restores it
 
 
 @pytest.fixture
@@ -230,14 +236,14 @@ def test_one_geography_serves_both_chains_as_on_duckdb(spark: Any, italy: Any) -
 
     con, d = italy
     con.execute(
-        f"CREATE TABLE geo AS SELECT DISTINCT o_region AS region, o_province AS province, "
+        f"CREATE TABLE geo1 AS SELECT DISTINCT o_region AS region, o_province AS province, "
         f"o_mun AS mun FROM {d.geo_origin}"
     ).fetchall()
-    _to_spark(spark, con, "SELECT * FROM geo", "geo")
-    kwargs = dict(hierarchy=OD, domain="geo", count="n", rho=1.0, seed=3)
+    _to_spark(spark, con, "SELECT * FROM geo1", "geo1")
+    kwargs = dict(hierarchy=OD, domain="geo1", count="n", rho=1.0, seed=3)
     duck, sk = _both(spark, con, "trips", 2, **kwargs)
     got = _check_same(spark, con, duck, sk)
-    _to_spark(spark, con, "SELECT region AS r, province AS p, mun AS m FROM geo", "geo2")
+    _to_spark(spark, con, "SELECT region AS r, province AS p, mun AS m FROM geo1", "geo2")
     mapping = {
         f"{s}_{c}": v
         for s in "od"

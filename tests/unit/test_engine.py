@@ -17,7 +17,7 @@ from inftda_sql import (
 )
 from inftda_sql._budget import set_budget
 from inftda_sql._request import ReleaseRequest
-from inftda_sql.engines.base import Engine, Scan
+from inftda_sql.engines.base import Engine, FeatureEngine, Scan
 from inftda_sql.engines.duckdb import write as _write
 from inftda_sql.engines.duckdb.engine import DuckDBEngine
 from inftda_sql.engines.duckdb.ledger import read_releases
@@ -63,6 +63,7 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
     engine = DuckDBEngine(db, req)
     # the interface the pipeline asks for (a Protocol: not runtime-checkable, so by name)
     wanted = {name for name in vars(Engine) if not name.startswith("_")}
+    wanted |= {name for name in vars(FeatureEngine) if not name.startswith("_")}
     assert wanted == {
         "domain_description",
         "input_description",
@@ -73,6 +74,7 @@ def test_the_stages_in_order(db: duckdb.DuckDBPyConnection) -> None:
         "level_counts",
         "run_mechanism",
         "released",
+        "released_table",
         "write",
         # a feature release (CBDP): its domain, its one GROUPING SETS scan, its write
         "resolve_features",
