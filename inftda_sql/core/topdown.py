@@ -33,7 +33,7 @@ from .rng import RandomSource
 from .spec import TreeSpec
 from .tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
 
-__all__ = ["LevelJob", "Optimizer", "level_blocks", "noisy_root", "topdown"]
+__all__ = ["LevelJob", "Optimizer", "level_blocks", "noisy_root", "pass_source", "topdown"]
 
 # Children per block of parents (:mod:`.blocks`), the unit of work and, under a seed, of a
 # random stream: ~1M keeps the working set of a chunk near 50 MB and gives the thread pool
@@ -67,6 +67,12 @@ def _true_counts(
         pos = keys_sorted[idx] + np.repeat(seg - first, m)
         y[pos] = values[idx]
     return y
+
+
+def pass_source(source: RandomSource) -> RandomSource:
+    """The source of one TopDown pass: the next child of ``source`` (itself for the CSPRNG);
+    its :meth:`~inftda_sql.core.rng.RandomSource.derive` keys the blocks' streams."""
+    return source.spawn(1)[0]
 
 
 def noisy_root(root_total: int, sigma: float, source: RandomSource) -> I64:
@@ -207,6 +213,10 @@ def topdown(
             forms the same blocks (:mod:`inftda_sql.spark`).
     """
     opt: Optimizer = optimizer or (lambda y, t, o: intopt(y, t, o))
+    # every pass over one source is a fresh child of it: a seeded source reused for several
+    # passes (an audit's runs) draws independent noise each time, while a pass on a fresh
+    # source (every release) keys its blocks' streams alike on every engine
+    source = pass_source(source)
     k = len(spec.chains)
     stats: list[LevelStats] = []
 

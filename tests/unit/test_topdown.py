@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from inftda_sql.core import topdown as _topdown
 from inftda_sql.core.blocks import parent_blocks, runs
 from inftda_sql.core.intopt import intopt
-from inftda_sql.core.rng import SeededSource
+from inftda_sql.core.rng import RandomSource, SeededSource
 from inftda_sql.core.spec import TreeSpec, parse_hierarchy
 from inftda_sql.core.topdown import topdown
 from inftda_sql.core.tree import ChainTree, LevelStats, TopDownResult
@@ -295,9 +295,12 @@ def test_blocks_split_at_parent_boundaries() -> None:
 class _Keyed(SeededSource):
     """A seeded source that records the (level, block) keys of the streams it derives."""
 
-    def __init__(self, seed: int, seen: list[tuple[int, int]]) -> None:
+    def __init__(self, seed: int | np.random.Generator, seen: list[tuple[int, int]]) -> None:
         super().__init__(seed)
         self.seen = seen
+
+    def spawn(self, n: int) -> list[RandomSource]:  # a pass's source records too
+        return [_Keyed(g, self.seen) for g in self._gen.spawn(n)]
 
     def derive(self, level: int, block: int) -> SeededSource:  # type: ignore[override]
         self.seen.append((level, block))

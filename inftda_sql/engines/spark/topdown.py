@@ -44,7 +44,7 @@ from ...core.arrays import I64
 from ...core.blocks import bucket_blocks, bucket_width
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
-from ...core.topdown import LevelJob, Optimizer, noisy_root
+from ...core.topdown import LevelJob, Optimizer, noisy_root, pass_source
 from ...core.tree import ChainTree, LevelStats, key_strides
 from .scan import describe, level_key
 
@@ -158,6 +158,7 @@ def run_topdown(
     cols = _code_cols(k)
     sizes = [ch.sizes for ch in chains]
     block_children = _topdown.CHUNK_CHILDREN  # read now: tests shrink it
+    source = pass_source(source)  # this pass's source, as core.topdown takes it
     source.derive(0, 0)  # a seeded source fixes its key here, before it is shipped
     stats: list[LevelStats] = []
 
