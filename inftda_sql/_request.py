@@ -21,10 +21,10 @@ from ._frames import FORMS, frame_kind, frame_label, require
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.domains import Domain
 from .core.features import FeatureSpec, parse_features
+from .core.names import file_spelling, file_stem, split_name
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
 from .core.tree import ChainTree
-from .engines.duckdb.catalog import file_spelling, file_stem, split_name
 from .mechanisms import REGISTRY, FeatureMechanism, Mechanism, feature_mechanisms
 from .mechanisms import get as get_mechanism
 from .mechanisms.base import Guarantee

@@ -29,7 +29,7 @@ from .._interrupts import committed, critical
 from .._release import release
 from .._version import __version__
 from ..core.domains import Domain
-from ..engines.duckdb.catalog import file_spelling
+from ..core.names import file_spelling
 from ..engines.duckdb.ledger import read_releases
 from ..engines.duckdb.sql import ident, render, rows, run, scalar
 from . import console

@@ -18,8 +18,8 @@ from .._request import CHECK_ANCESTORS
 from .._version import __version__
 from ..core.domains import Domain
 from ..core.features import STRUCTURES, WEIGHTINGS
+from ..core.names import file_spelling
 from ..core.spec import TREE_KINDS
-from ..engines.duckdb.catalog import file_spelling
 from ..mechanisms import REGISTRY
 
 __all__ = [

@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from inftda_sql import DomainError, InputDataError, SpecError
+from inftda_sql.core.names import file_spelling, file_stem, is_file_key, split_name
 from inftda_sql.engines.duckdb.catalog import (
     FileInput,
     Resolved,
@@ -18,9 +19,6 @@ from inftda_sql.engines.duckdb.catalog import (
     check_domain_types,
     count_column,
     drop_temp,
-    file_spelling,
-    file_stem,
-    is_file_key,
     join_type,
     lookup,
     object_kind,
@@ -28,7 +26,6 @@ from inftda_sql.engines.duckdb.catalog import (
     resolve_files,
     resolve_source,
     resolve_target,
-    split_name,
     type_family,
 )
 

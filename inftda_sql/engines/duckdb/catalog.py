@@ -39,7 +39,6 @@ import contextlib
 import glob
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,15 @@ import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InftdaError, InputDataError, InternalError, SpecError
 from ..._frames import frame_kind, frame_label, not_a_frame_hint
+from ...core.names import (
+    FILE_FORMATS,
+    GLOB_CHARS,
+    file_format,
+    file_spelling,
+    file_stem,
+    is_file_key,
+    split_name,
+)
 from . import compile as _compile
 from .compile import describe, drop_temp_view
 from .sql import ident, render, rows, run, scalar
@@ -99,43 +107,6 @@ _DATA_FREE = frozenset(
     {"DUMMY_SCAN", "EXPRESSION_GET", "RANGE", "GENERATE_SERIES", "CTE_SCAN", "DELIM_GET"}
     | {"EMPTY_RESULT"}
 )
-
-
-def split_name(text: str) -> tuple[str, ...]:
-    """The dot-separated parts of a name; double quotes keep dots and quotes (``""``) inside.
-
-    Raises ValueError for an empty part or an unclosed quote.
-
-    Example:
-        >>> split_name('"temp".main."my.table"'), split_name("Main.Trips")
-        (('temp', 'main', 'my.table'), ('Main', 'Trips'))
-    """
-    parts: list[str] = []
-    current: list[str] = []
-    quoted = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quoted:
-            if ch == '"' and text[i + 1 : i + 2] == '"':
-                current.append('"')
-                i += 1
-            elif ch == '"':
-                quoted = False
-            else:
-                current.append(ch)
-        elif ch == '"':
-            quoted = True
-        elif ch == ".":
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current))
-    if quoted or not all(parts):
-        raise ValueError(f"not a table name: {text!r}")
-    return tuple(parts)
 
 
 def _spell(part: str) -> str:
@@ -465,62 +436,7 @@ def reads_view(con: duckdb.DuckDBPyConnection, view: TableRef, sources: Sequence
 # ----------------------------------------------------------------------------------------------
 # files named by their path
 
-#: file name endings read here, and DuckDB's reader of each (compressed: ``.gz``, ``.zst``)
-FILE_FORMATS: Mapping[str, str] = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv"}
-_COMPRESSIONS = (".gz", ".zst")
-_GLOB_CHARS = frozenset("*?[")
 _KIND = {"parquet": "parquet file", "csv": "CSV file"}
-
-
-def _ending(name: str) -> str | None:
-    """The format a file name's ending says, or None."""
-    lower = name.lower()
-    for compression in _COMPRESSIONS:
-        lower = lower.removesuffix(compression)
-    return next((f for ext, f in FILE_FORMATS.items() if lower.endswith(ext)), None)
-
-
-def file_spelling(obj: object) -> str | None:
-    """The path ``obj`` names when it names a file, else None (a table name, a relation...).
-
-    A ``pathlib.Path`` (any ``os.PathLike``) always names a file; a string does when it has a
-    path separator or a glob character, or ends in ``.parquet``, ``.csv`` or ``.tsv`` (optionally
-    ``.gz``/``.zst``), outside double quotes: ``s."csv"`` is the table ``csv`` of schema ``s``.
-
-    Example:
-        >>> [file_spelling(x) for x in ("od.parquet", "data/*.csv", "trips", 'main."x.csv"')]
-        ['od.parquet', 'data/*.csv', None, None]
-    """
-    if isinstance(obj, os.PathLike):
-        text = os.fspath(obj)
-        return text if isinstance(text, str) else None
-    if not isinstance(obj, str) or not obj or '"' in obj:
-        return None
-    if any(ch in obj for ch in "/\\") or _GLOB_CHARS & set(obj) or _ending(obj):
-        return obj
-    return None
-
-
-def is_file_key(key: str) -> bool:
-    """Whether a budget key (or a ledger's input) is a file's absolute path, not a table."""
-    return os.path.isabs(key)
-
-
-def file_stem(text: str) -> str:
-    """A table name made of a file's name: no folder, no endings, no glob characters, only
-    letters, digits and underscores (the default output of a release of the file).
-
-    Example:
-        >>> file_stem("/data/od.parquet"), file_stem("flows_2021_*.csv.gz"), file_stem("2021.csv")
-        ('od', 'flows_2021', 't_2021')
-    """
-    name = re.split(r"[/\\]", text.rstrip("/\\"))[-1]
-    for compression in _COMPRESSIONS:
-        if name.lower().endswith(compression):
-            name = name[: -len(compression)]
-    name = name.rsplit(".", 1)[0] if "." in name else name
-    stem = re.sub(r"[^0-9A-Za-z_]+", "_", name).strip("_") or "input"
-    return f"t_{stem}" if stem[0].isdigit() else stem
 
 
 @dataclass(frozen=True)
@@ -542,7 +458,7 @@ def _absolute_pattern(text: str) -> str:
     """A glob made absolute: the folders before the first glob character resolved."""
     absolute = os.path.abspath(os.path.expanduser(text))
     parts = Path(absolute).parts
-    fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
     head = Path(*parts[:fixed]).resolve()
     return str(head.joinpath(*parts[fixed:]))
 
@@ -562,7 +478,7 @@ def resolve_files(
             f"{role} {text!r} is a URL; download the file first and name its local path",
             param=param,
         )
-    if _GLOB_CHARS & set(text):
+    if GLOB_CHARS & set(text):
         pattern = _absolute_pattern(text)
         found = sorted(
             {
@@ -589,7 +505,9 @@ def resolve_files(
                 param=param,
             )
         found = [pattern]
-    formats = {_ending(f) for f in found} if _ending(pattern) is None else {_ending(pattern)}
+    formats = (
+        {file_format(f) for f in found} if file_format(pattern) is None else {file_format(pattern)}
+    )
     if None in formats or len(formats) != 1:
         endings = ", ".join(sorted(FILE_FORMATS))
         raise error(

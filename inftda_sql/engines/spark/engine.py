@@ -15,10 +15,10 @@ from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, Spec
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.domains import match_columns, unwrap
+from ...core.names import split_name
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
-from ..duckdb.catalog import split_name
 from ..duckdb.ledger import is_library_name
 from ..records import ReleaseRecord
 from .catalog import (

@@ -73,7 +73,7 @@ def namespace_of(spark: SparkSession, name: str) -> str:
 
 
 def _split(name: str) -> list[str]:
-    from ..duckdb.catalog import split_name
+    from ...core.names import split_name
 
     return list(split_name(name))
 
