@@ -10,13 +10,22 @@ from them or a result is asked for in their form.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from ._errors import Arg, SpecError
+from ._errors import Arg, InftdaError, SpecError
 
-__all__ = ["FORMS", "convert", "frame_kind", "frame_label", "is_frame_label", "not_a_frame_hint"]
+__all__ = [
+    "FORMS",
+    "convert",
+    "frame_kind",
+    "frame_label",
+    "is_frame_label",
+    "mapping_table",
+    "not_a_frame_hint",
+]
 
 #: the forms a released table can be returned in (``release(return_as=...)``)
 FORMS = ("arrow", "pandas", "polars")
@@ -119,3 +128,37 @@ def convert(table: pa.Table, kind: str) -> Any:
         f"return_as must be one of {', '.join(map(repr, FORMS))} or None, got {kind!r}",
         param="return_as",
     )
+
+
+def mapping_table(
+    obj: Mapping[Any, Any], role: str, error: type[InftdaError], param: str | None
+) -> pa.Table:
+    """Declared values ``{column: [values, ...]}`` (a small public domain typed in by hand) as
+    an Arrow table, for any engine; a malformed mapping is ``error`` naming the ``role``.
+
+    Example:
+        >>> mapping_table({"region": ["N", "S"]}, "domain", SpecError, "domain").num_rows
+        2
+    """
+    data = {}
+    for col, values in obj.items():
+        if (
+            not isinstance(col, str)
+            or isinstance(values, (str, bytes))
+            or not isinstance(values, Sequence)
+        ):
+            raise error(
+                f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}",
+                param=param,
+            )
+        data[col] = list(values)
+    lengths = {len(v) for v in data.values()}
+    if len(lengths) != 1 or 0 in lengths:
+        raise error(
+            f"{role} mapping columns must be non-empty and of equal length, got {obj!r}",
+            param=param,
+        )
+    try:
+        return pa.table(data)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise error(f"{role} mapping has mixed value types: {exc}", param=param) from exc

@@ -45,10 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InftdaError, InputDataError, InternalError, SpecError
-from ..._frames import frame_kind, frame_label, not_a_frame_hint
+from ..._frames import frame_kind, frame_label, mapping_table, not_a_frame_hint
 from ...core.names import (
     FILE_FORMATS,
     GLOB_CHARS,
@@ -702,28 +701,7 @@ def resolve_source(
         resolved = resolve(con, f"<{label}>", None, label, sql)
         return _source(con, sql, f"the {role} ({label})", resolved, temp_name)
     if isinstance(obj, Mapping):
-        data = {}
-        for col, values in obj.items():
-            if (
-                not isinstance(col, str)
-                or isinstance(values, (str, bytes))
-                or not isinstance(values, Sequence)
-            ):
-                raise error(
-                    f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}",
-                    param=param,
-                )
-            data[col] = list(values)
-        lengths = {len(v) for v in data.values()}
-        if len(lengths) != 1 or 0 in lengths:
-            raise error(
-                f"{role} mapping columns must be non-empty and of equal length, got {obj!r}",
-                param=param,
-            )
-        try:
-            table = pa.table(data)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise error(f"{role} mapping has mixed value types: {exc}", param=param) from exc
+        table = mapping_table(obj, role, error, param)
         con.register(temp_name, table)
         sql = ident(temp_name)
         resolved = resolve(con, "<declared values>", None, "relation", sql)

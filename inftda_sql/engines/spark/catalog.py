@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from ..._errors import DomainError, InftdaError, InputDataError
+from ..._frames import mapping_table
 
 __all__ = [
     "SparkSource",
@@ -101,7 +100,7 @@ def resolve_source(
         return SparkSource(obj, f"the {role} DataFrame", None)
     if isinstance(obj, Mapping):
         return SparkSource(
-            spark.createDataFrame(_mapping_table(obj, role, error, param)),
+            spark.createDataFrame(mapping_table(obj, role, error, param)),
             f"the declared {role}",
             None,
         )
@@ -110,33 +109,6 @@ def resolve_source(
         f"{{column: [values]}}; got {type(obj).__name__}",
         param=param,
     )
-
-
-def _mapping_table(
-    obj: Mapping[Any, Any], role: str, error: type[InftdaError], param: str | None
-) -> pa.Table:
-    data = {}
-    for col, values in obj.items():
-        if (
-            not isinstance(col, str)
-            or isinstance(values, (str, bytes))
-            or not isinstance(values, Sequence)
-        ):
-            raise error(
-                f"{role} mapping must be {{column: [values, ...]}}, got {col!r}: {values!r}",
-                param=param,
-            )
-        data[col] = list(values)
-    lengths = {len(v) for v in data.values()}
-    if len(lengths) != 1 or 0 in lengths:
-        raise error(
-            f"{role} mapping columns must be non-empty and of equal length, got {obj!r}",
-            param=param,
-        )
-    try:
-        return pa.table(data)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise error(f"{role} mapping has mixed value types: {exc}", param=param) from exc
 
 
 def type_family(dtype: T.DataType) -> str:
