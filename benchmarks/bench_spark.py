@@ -58,17 +58,18 @@ def _tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def _run(args: list[str]) -> dict[str, Any]:
-    """Run a worker subprocess, sampling the peak RSS of its process tree."""
+def run_sampled(args: list[str], script: str = __file__, interval: float = 0.2) -> dict[str, Any]:
+    """Run ``script`` with ``args`` as a worker subprocess (its last output line is JSON),
+    sampling the peak RSS of its process tree (JVM and Python workers) every ``interval`` s."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, script, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     peak = [0.0]
 
     def sample() -> None:
         while proc.poll() is None:
             peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
-            time.sleep(0.2)
+            time.sleep(interval)
 
     t = threading.Thread(target=sample, daemon=True)
     t0 = time.perf_counter()
@@ -311,7 +312,7 @@ def main() -> None:
         print(json.dumps(res))
         return
     if args.kernel:
-        print(json.dumps(_run(["--worker", "kernel"]), indent=1))
+        print(json.dumps(run_sampled(["--worker", "kernel"]), indent=1))
         return
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -321,7 +322,7 @@ def main() -> None:
         print("load average:", f.read().split()[:3], flush=True)
     results = []
     for engine in args.engines.split(","):
-        res = _run(
+        res = run_sampled(
             [
                 "--worker",
                 engine,

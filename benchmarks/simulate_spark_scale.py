@@ -22,9 +22,7 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -33,7 +31,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_spark import _tree_rss_mb
+from bench_spark import run_sampled
 
 SEED = 2024
 LEVELS = ["state", "county", "tract", "bg", "block"]
@@ -265,30 +263,6 @@ def _worker_duckdb(work: Path) -> dict[str, Any]:
     }
 
 
-def _run(args: list[str]) -> dict[str, Any]:
-    """Run a worker subprocess, sampling the peak RSS of its process tree (JVM, Python workers)."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    peak = [0.0]
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
-            time.sleep(0.5)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t0 = time.perf_counter()
-    t.start()
-    out, _ = proc.communicate()
-    t.join()
-    lines = out.decode().strip().splitlines()
-    result: dict[str, Any] = json.loads(lines[-1]) if lines else {"error": "no output"}
-    result["process_seconds"] = round(time.perf_counter() - t0, 1)
-    result["peak_rss_mb"] = round(peak[0])
-    return result
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -319,7 +293,7 @@ def main() -> None:
     common += ["--memory", args.memory, "--cells-per-partition", str(args.cells_per_partition)]
     results = []
     for engine in args.engines.split(","):
-        res = _run(["--worker", engine, *common])
+        res = run_sampled(["--worker", engine, *common], __file__, 0.5)
         results.append(res)
         print(json.dumps(res), flush=True)
     print("same table on every engine:", len({json.dumps(r.get("digest")) for r in results}) == 1)
