@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import select
 import subprocess
 import sys
 import threading
@@ -171,6 +172,26 @@ def interrupted_run(
     reader.join(timeout=10)
     os.close(leader)
     return proc.returncode, b"".join(shown).decode(errors="replace")
+
+
+def read_terminal(fd: int, proc: subprocess.Popen[bytes], timeout: float | None = None) -> bytes:
+    """Everything the child writes to the pseudo-terminal ``fd`` until it closes it, exits, or
+    ``timeout`` seconds (if given) have passed."""
+    out = b""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while deadline is None or time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    return out
 
 
 def fresh_copy(base: Path, db: Path) -> None:

@@ -26,7 +26,13 @@ from inftda_sql.cli import commands as _cli
 from inftda_sql.cli import main
 from inftda_sql.cli.console import Progress as _Progress
 from inftda_sql.core.tree import LevelStats
-from tests.system.helpers import interrupted_run, make_geo, make_persons, startup_time
+from tests.system.helpers import (
+    interrupted_run,
+    make_geo,
+    make_persons,
+    read_terminal,
+    startup_time,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GEO_FLAGS = ["--hierarchy", "region,province,mun", "--domain", "geo"]
@@ -710,23 +716,6 @@ def test_progress_bar_is_silent(stream: io.StringIO, enabled: bool, delay: float
     assert stream.getvalue() == ""
 
 
-def _read_all(fd: int, proc: subprocess.Popen[bytes]) -> bytes:
-    out = b""
-    while True:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    return out
-
-
 @pytest.fixture
 def slow_release_argv(demo: Path) -> Iterator[list[str]]:
     """A release in a child process whose progress bar shows at once (no delay)."""
@@ -745,7 +734,7 @@ def test_progress_bar_in_a_real_terminal(slow_release_argv: list[str]) -> None:
     )
     os.close(follower)
     try:
-        shown = _read_all(leader, proc).decode()
+        shown = read_terminal(leader, proc).decode()
     finally:
         os.close(leader)
     out, _ = proc.communicate()

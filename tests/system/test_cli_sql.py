@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests.system.helpers import make_geo, make_persons
+from tests.system.helpers import make_geo, make_persons, read_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,24 +105,6 @@ def test_files_must_exist_and_may_be_read_only(db: Path, tmp_path: Path) -> None
     assert ok.returncode == 0 and ok.stdout.splitlines()[1] == "1.0"
 
 
-def _read_until(fd: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bytes:
-    out = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    return out
-
-
 def test_an_interactive_session_in_a_terminal(db: Path) -> None:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
@@ -144,7 +124,7 @@ def test_an_interactive_session_in_a_terminal(db: Path) -> None:
             ".quit\n"
         )
         os.write(leader, typed.encode())
-        shown = _read_until(leader, proc).decode()
+        shown = read_terminal(leader, proc, timeout=60.0).decode()
     finally:
         os.close(leader)
     assert proc.wait(timeout=60) == 0
