@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from ..._errors import Arg, DomainError, Part
 from ...core.domains import match_columns
 from ...core.tree import ChainTree, code_paths, paths_sorted
+from ..checks import check_domain_paths, empty_domain
 from . import compile as _compile
 from .cache import DomainKey, domain_key, find_domain
 from .catalog import Source
@@ -87,10 +88,6 @@ def _conversion_error(
     )
 
 
-def _empty(role: str, chain: Sequence[str]) -> DomainError:
-    return DomainError(f"the {role} is empty; it must list every valid path of {', '.join(chain)}")
-
-
 def build_chain(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
@@ -119,7 +116,7 @@ def build_chain(
         except duckdb.ConversionException as exc:
             raise _conversion_error(role, chain, types, exc) from exc
         if key.rows == 0:
-            raise _empty(role, chain)
+            raise empty_domain(role, chain)
     cacheable = source is not None and key.cacheable
     if cacheable:
         found = find_domain(con, key, chain)
@@ -140,21 +137,7 @@ def build_chain(
             paths = arrow(con, _compile.domain_paths(chain, domain_sql, types)).combine_chunks()
     except duckdb.ConversionException as exc:
         raise _conversion_error(role, chain, types, exc) from exc
-    if paths.num_rows == 0:
-        raise _empty(role, chain)
-    for col, values in zip(chain, paths.columns, strict=True):
-        if values.null_count:
-            raise DomainError(
-                f"the {role} has {values.null_count} row(s) with NULL in {col!r}; every listed "
-                "path must be complete"
-            )
-        if pa.types.is_floating(values.type):
-            n_nan = pc.sum(pc.is_nan(values)).as_py() or 0
-            if n_nan:
-                raise DomainError(
-                    f"the {role} has {n_nan} row(s) with NaN in {col!r}; NaN is not a category "
-                    "(it equals no value, so it cannot be counted once): drop or label those rows"
-                )
+    check_domain_paths(paths, role, chain)
     coded = code_paths(paths)
     if coded.tree is None:
         hint = _reversed_hint(coded.paths, chain, index, hierarchy or [chain])

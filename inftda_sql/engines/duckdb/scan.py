@@ -22,10 +22,10 @@ import pyarrow as pa
 from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
 from ...core.cells import exact_sum
-from ...core.intopt import VALUE_LIMIT
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
+from ..checks import COUNT_LIMIT, too_large
 from . import compile as _compile
 from .catalog import Source, check_scalar_type, is_wide_number, join_type
 from .sql import arrow, ident, rows, run, scalar
@@ -108,7 +108,7 @@ def scan(
         _check_paths(con, names, spec, inp, cells, leaf_codes, codes)
     total = exact_sum(n)
     if total > COUNT_LIMIT:
-        raise InputDataError(f"{inp.description}: {_too_large(count)}")
+        raise InputDataError(f"{inp.description}: {too_large(count)}")
     diagnostics: dict[str, Any] = {}
     if privacy_unit is not None:
         rows_in = int(scalar(con, _compile.row_count(inp.sql)))
@@ -235,28 +235,15 @@ def check_counts(
     if n_big:
         raise InputDataError(
             f"count column {count!r} has {n_big:,} row(s) beyond the 64-bit integer range; "
-            f"{_too_large(count)}; {_see_rows(inp, f'TRY_CAST({q} AS BIGINT) IS NULL')}",
+            f"{too_large(count)}; {_see_rows(inp, f'TRY_CAST({q} AS BIGINT) IS NULL')}",
             param="count",
         )
     if n_big_cells:
         raise InputDataError(
             f"count column {count!r}: {n_big_cells:,} leaf cell(s) hold more than 2**60 "
-            f"records; {_too_large(count)}",
+            f"records; {too_large(count)}",
             param="count",
         )
-
-
-#: The largest count a release handles: IntOpt's exact 64-bit arithmetic takes values and
-#: totals up to 2**60 (about 1.15e18).
-COUNT_LIMIT = VALUE_LIMIT
-
-
-def _too_large(count: str | None) -> str:
-    what = f"the counts of {count!r}" if count else "the number of records"
-    return (
-        f"{what} must add up to at most 2**60 (about 1.15e18) for exact integer arithmetic; "
-        "count in larger units (e.g. thousands) or split the input"
-    )
 
 
 def check_unit(

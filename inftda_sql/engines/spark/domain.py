@@ -13,13 +13,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..._errors import DomainError
 from ...core.tree import ChainTree, code_paths
+from ..checks import check_domain_paths
 from .catalog import quote
 
 __all__ = ["CodedChain", "build_chain", "depth_code"]
@@ -67,24 +67,8 @@ def build_chain(
             f"({', '.join(f'{c} {t.simpleString()}' for c, t in zip(chain, types, strict=True))})"
         )
     paths = domain.select(*casts).distinct().toArrow()
-    if paths.num_rows == 0:
-        raise DomainError(
-            f"the {role} is empty; it must list every valid path of {', '.join(chain)}"
-        )
     paths = pa.table(paths.columns, names=list(chain))
-    for col, values in zip(chain, paths.columns, strict=True):
-        if values.null_count:
-            raise DomainError(
-                f"the {role} has {values.null_count} row(s) with NULL in {col!r}; every listed "
-                "path must be complete"
-            )
-        if pa.types.is_floating(values.type):
-            n_nan = pc.sum(pc.is_nan(values)).as_py() or 0
-            if n_nan:
-                raise DomainError(
-                    f"the {role} has {n_nan} row(s) with NaN in {col!r}; NaN is not a category "
-                    "(it equals no value, so it cannot be counted once): drop or label those rows"
-                )
+    check_domain_paths(paths, role, chain)
     paths = paths.sort_by([(c, "ascending") for c in chain])
     coded = code_paths(paths)
     if coded.tree is None:

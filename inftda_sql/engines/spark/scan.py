@@ -22,10 +22,10 @@ from pyspark.sql import types as T
 
 from ..._errors import Arg, DomainError, InputDataError, SpecError
 from ...core.arrays import I64
-from ...core.intopt import VALUE_LIMIT
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
+from ..checks import COUNT_LIMIT, too_large
 from .catalog import SparkSource, check_scalar_type, quote
 from .domain import CodedChain, depth_code
 
@@ -37,21 +37,11 @@ def describe(spark: Any, what: str | None) -> None:
 
 __all__ = ["COUNT_LIMIT", "describe", "level_counts", "level_key", "scan"]
 
-#: the largest count a release handles (IntOpt's exact 64-bit arithmetic), as on DuckDB
-COUNT_LIMIT = VALUE_LIMIT
 _INT64_MAX = 2**63 - 1
 
 
 def _c(name: str) -> Column:
     return F.col(quote(name))
-
-
-def _too_large(count: str | None) -> str:
-    what = f"the counts of {count!r}" if count else "the number of records"
-    return (
-        f"{what} must add up to at most 2**60 (about 1.15e18) for exact integer arithmetic; "
-        "count in larger units (e.g. thousands) or split the input"
-    )
 
 
 def _bound_units(
@@ -132,7 +122,7 @@ def scan(
     leaf.unpersist()
     describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
-        raise InputDataError(f"{inp.description}: {_too_large(count)}")
+        raise InputDataError(f"{inp.description}: {too_large(count)}")
     diagnostics: dict[str, Any] = {}
     if privacy_unit is not None:
         rows_in = inp.df.count()
@@ -208,13 +198,13 @@ def _validate(leaf: DataFrame, spec: TreeSpec, count: str | None, inp: SparkSour
     if n_big:
         raise InputDataError(
             f"count column {count!r} has {n_big:,} row(s) beyond the 64-bit integer range; "
-            f"{_too_large(count)}",
+            f"{too_large(count)}",
             param="count",
         )
     if n_big_cells:
         raise InputDataError(
             f"count column {count!r}: {n_big_cells:,} leaf cell(s) hold more than 2**60 "
-            f"records; {_too_large(count)}",
+            f"records; {too_large(count)}",
             param="count",
         )
 
