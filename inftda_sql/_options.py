@@ -83,7 +83,7 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
            "chains", flag="--hierarchy", cli="append"),
     Option("features", None, "a feature: NAME:COL,COL (NAME: for the total); repeat it, coarse "
            "to fine, the leaf last", group=_FEATURES, flag="--features", cli="append",
-           metavar="NAME:COLUMNS", engines=("duckdb",)),
+           metavar="NAME:COLUMNS"),
     Option("domain", None, "public domain: a table or a parquet/CSV file; once for every chain "
            "(columns matched by name or a common prefix such as o_/d_), or once per chain; for "
            "--features one table of every leaf cell, or once per factor of a product",
@@ -91,9 +91,9 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
     Option("tree", None, "how several chains are refined", flag="--tree", value_type="choice",
            choices_from="trees"),
     Option("structure", None, "default flat", group=_FEATURES, flag="--structure",
-           value_type="choice", choices_from="structures", engines=("duckdb",)),
+           value_type="choice", choices_from="structures"),
     Option("weights", None, "default cells (1/cells)", group=_FEATURES, flag="--weights",
-           value_type="choice", choices_from="weightings", engines=("duckdb",)),
+           value_type="choice", choices_from="weightings"),
     Option("rho", None, "zCDP budget (or --epsilon with --delta)", group=_BUDGET, flag="--rho",
            value_type="float"),
     Option("epsilon", None, "(epsilon, delta)-DP budget, with --delta (alone: pure DP, CBDP)",

@@ -36,7 +36,7 @@ from .core.accounting import COMPOSES_IN_RHO, Accounting
 from .core.features import FeatureSpec
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
-from .engines.base import Engine, R, Scan
+from .engines.base import Engine, FeatureEngine, R, Scan
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.records import ReleaseRecord
 from .mechanisms import (
@@ -435,9 +435,9 @@ def _run(
     t_start: float,
 ) -> Release:
     """The stages of a checked request on DuckDB."""
-    if isinstance(request.mechanism, FeatureMechanism):
-        return _release_features(con, request, _Stages(), progress, t_start)
     with DuckDBEngine(con, request) as engine:
+        if isinstance(request.mechanism, FeatureMechanism):
+            return run_features(engine, request, progress, t_start)
         return run_release(engine, request, progress, t_start)
 
 
@@ -511,66 +511,65 @@ def run_release(
     )
 
 
-def _release_features(
-    con: duckdb.DuckDBPyConnection,
+def run_features(
+    engine: FeatureEngine,
     request: ReleaseRequest,
-    stages: _Stages,
     progress: Callable[[LevelStats], None] | None,
     t_start: float,
 ) -> Release:
-    """The pipeline of a feature release: domain (coded and checked), accounting, one GROUPING
-    SETS scan, the mechanism, the write."""
+    """The pipeline of a feature release on any engine: domain (coded and checked),
+    accounting, one scan, the mechanism, the write."""
     mech = request.mechanism
+    stages = _Stages()
     if not isinstance(mech, FeatureMechanism):  # pragma: no cover - dispatched on it
         raise TypeError("a feature release needs a feature mechanism")
-    with DuckDBEngine(con, request) as engine:
-        budget_note = engine.prepare()
-        with stages("domain"):
-            engine.resolve_features()
-            lattice = engine.code_lattice()
-            mech.check_size(lattice, request.max_cells)
-            acct = request.account()  # public domain only: no data read yet
-        with stages("scan"):
-            scan, true_counts = engine.feature_counts(lattice)
-        with stages("mechanism"):
-            result = mech.run(
-                FeatureContext(
-                    lattice=lattice,
-                    true_counts=true_counts,
-                    total=scan.total,
-                    accounting=acct,
-                    source=request.source,
-                    progress=progress,
-                    max_cells=request.max_cells,
-                )
+    budget_note = engine.prepare()
+    with stages("domain"):
+        engine.resolve_features()
+        lattice = engine.code_lattice()
+        mech.check_size(lattice, request.max_cells)
+        acct = request.account()  # public domain only: no data read yet
+    with stages("scan"):
+        scan, true_counts = engine.feature_counts(lattice)
+    with stages("mechanism"):
+        result = mech.run(
+            FeatureContext(
+                lattice=lattice,
+                true_counts=true_counts,
+                total=scan.total,
+                accounting=acct,
+                source=request.source,
+                progress=progress,
+                max_cells=request.max_cells,
             )
-        del true_counts
-        non_private = request.non_private_reasons(budget_note)
-        with stages("write"):
-            details: dict[str, Any] = {
-                # per query: cells noised and released non-zero, noise sd
-                "levels": [lv.as_dict() for lv in result.levels],
-                "noise": acct.noise,
-                "exact_levels": list(acct.exact_levels),
-                "mechanism_params": result.parameters,
-            }
-            if acct.noise == "laplace":
-                details["level_epsilon"] = list(acct.level_epsilon)
-            record = _record(
-                request,
-                acct,
-                engine.input_description,
-                engine.domain_description,
-                details,
-                scan,
-                non_private,
-                (
-                    {**stages.seconds, **{f"mechanism: {k}": v for k, v in result.timings.items()}},
-                    [lv.seconds for lv in result.levels],
-                ),
-            )
-            record = engine.write_features(lattice, result, record)
-            released = engine.read_features_output() if request.return_as else None
+        )
+    del true_counts
+    non_private = request.non_private_reasons(budget_note)
+    with stages("write"):
+        details: dict[str, Any] = {
+            # per query: cells noised and released non-zero, noise sd
+            "levels": [lv.as_dict() for lv in result.levels],
+            "noise": acct.noise,
+            "exact_levels": list(acct.exact_levels),
+            "mechanism_params": result.parameters,
+        }
+        if acct.noise == "laplace":
+            details["level_epsilon"] = list(acct.level_epsilon)
+        record = _record(
+            request,
+            acct,
+            engine.input_description,
+            engine.domain_description,
+            details,
+            scan,
+            non_private,
+            (
+                {**stages.seconds, **{f"mechanism: {k}": v for k, v in result.timings.items()}},
+                [lv.seconds for lv in result.levels],
+            ),
+        )
+        record = engine.write_features(lattice, result, record)
+        released = engine.read_features_output() if request.return_as else None
     timings = stages.done(time.perf_counter() - t_start)
     return Release(
         output=request.output,

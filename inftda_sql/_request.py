@@ -169,6 +169,11 @@ class ReleaseRequest:
         return self.spec
 
     @property
+    def measures_features(self) -> bool:
+        """Whether this is a feature release (CBDP) rather than a hierarchy release."""
+        return isinstance(self.spec, FeatureSpec)
+
+    @property
     def guarantee(self) -> Guarantee:
         """The guarantee this release gives (for the ledger and stored budgets)."""
         return self.mechanism.guarantee_for(self.budget)

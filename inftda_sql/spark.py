@@ -27,7 +27,7 @@ as the DuckDB engine's, whatever the partitioning.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 try:
@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
         "inftda_sql.spark needs pyspark (with pandas and pyarrow): pip install 'inftda-sql[spark]'"
     ) from exc
 
-from ._release import Release, run_release
+from ._release import Release, run_features, run_release
 from ._request import ReleaseRequest
 from .core.tree import LevelStats
 from .engines.records import ReleaseRecord
@@ -53,9 +53,12 @@ def release(
     table: Any,
     /,
     *,
-    hierarchy: Sequence[str] | Sequence[Sequence[str]],
+    hierarchy: Sequence[str] | Sequence[Sequence[str]] | None = None,
+    features: Mapping[str, Sequence[str]] | None = None,
     domain: object = None,
     tree: str | None = None,
+    structure: str | None = None,
+    weights: str | None = None,
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
@@ -82,7 +85,9 @@ def release(
     Args:
         spark: the SparkSession whose catalog holds the input, the domain and the output.
         table: a table or view name of the catalog, or a Spark DataFrame.
-        domain: per chain a table name, a DataFrame or a mapping ``{column: [values...]}``.
+        domain: per chain a table name, a DataFrame or a mapping ``{column: [values...]}``;
+            for ``features`` (``mechanism="cbdp"``) one table of every leaf cell or a list of
+            tables whose product is the domain, as for :func:`inftda_sql.release`.
         scratch: a folder every executor can write (the survivors of each level; removed at
             the end); the warehouse folder by default.
         **rest: as :func:`inftda_sql.release`.
@@ -96,6 +101,9 @@ def release(
     request = ReleaseRequest.from_args(
         table,
         hierarchy=hierarchy,
+        features=features,
+        structure=structure,
+        weights=weights,
         domain=domain,
         tree=tree,
         rho=rho,
@@ -118,6 +126,8 @@ def release(
         max_cells=max_cells,
     )
     with SparkEngine(spark, request, scratch=scratch) as engine:
+        if request.measures_features:
+            return run_features(engine, request, progress, t_start)
         return run_release(engine, request, progress, t_start)
 
 

@@ -473,8 +473,11 @@ def code_lattice(
                     f"domain {desc} has {nulls} row(s) with NULL in {name!r}; every listed leaf "
                     "cell must be complete"
                 )
+    # sorted by their columns: the codes (first appearance) are then the same whatever order
+    # an engine fetched the rows in, so a seeded release is the same table on every engine
     parts = tuple(
-        _code_part(spec, queries, t, d) for t, d in zip(selected, descriptions, strict=True)
+        _code_part(spec, queries, t.sort_by([(c, "ascending") for c in t.column_names]), d)
+        for t, d in zip(selected, descriptions, strict=True)
     )
     lattice = Lattice(spec, queries, parts)
     sizes = lattice.sizes

@@ -133,3 +133,7 @@ class FeatureEngine(Engine[Any], Protocol):
         """Write the released leaves, the features view and the ledger row atomically; return
         the ledger row as written."""
         ...
+
+    def read_features_output(self) -> pa.Table:
+        """The released leaf table as written, for ``return_as=``."""
+        ...

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from ..._errors import DomainError, InftdaError, InputDataError
 from ..._frames import mapping_table
+from ...core.names import split_name
 
 __all__ = [
     "SparkSource",
@@ -27,6 +28,7 @@ __all__ = [
     "full_name",
     "quote",
     "resolve_source",
+    "sql_name",
     "type_family",
 ]
 
@@ -34,6 +36,11 @@ __all__ = [
 def quote(name: str) -> str:
     """A column or name part as a Spark SQL identifier (backticks, doubled inside)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def sql_name(name: str) -> str:
+    """A (possibly qualified) table name as Spark SQL text, every part quoted."""
+    return ".".join(quote(p) for p in split_name(name))
 
 
 def full_name(spark: SparkSession, name: str) -> str | None:

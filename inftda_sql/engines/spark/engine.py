@@ -15,6 +15,7 @@ from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, Spec
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.domains import match_columns, unwrap
+from ...core.features import FeatureSpec
 from ...core.names import split_name
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
@@ -29,8 +30,10 @@ from .catalog import (
     full_name,
     quote,
     resolve_source,
+    sql_name,
 )
 from .domain import CodedChain, build_chain
+from .features import FeatureStages
 from .ledger import BUDGET_TABLE, LEDGER_TABLE, check_budget, namespace_of
 from .scan import level_counts, scan
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
@@ -42,12 +45,7 @@ __all__ = ["SparkEngine", "SparkResult", "sql_name"]
 SparkResult = SparkLeaves | TopDownResult
 
 
-def sql_name(name: str) -> str:
-    """A (possibly qualified) table name as Spark SQL text, every part quoted."""
-    return ".".join(quote(p) for p in split_name(name))
-
-
-class SparkEngine:
+class SparkEngine(FeatureStages):
     """One release on a SparkSession (see :class:`inftda_sql.engines.Engine`).
 
     ``scratch`` is a folder every executor can write (HDFS, an object store, a shared disk; the
@@ -66,6 +64,7 @@ class SparkEngine:
         self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
         self._shared: list[int] = []  # per chain: how many chains read its domain
         self._domain_frames: list[DataFrame] = []
+        self._code_frames: list[DataFrame] = []  # a feature release's code tables
         self._domain_desc: list[str] = []
         self._chains: list[CodedChain] = []
         self._cells: DataFrame | None = None
@@ -114,7 +113,11 @@ class SparkEngine:
         )
 
     def _domain_role(self, chain: int) -> str:
-        return f"domain of chain {chain + 1}" if len(self.request.tree.chains) > 1 else "domain"
+        if len(self.request.domains or ()) <= 1:
+            return "domain"
+        if isinstance(self.request.spec, FeatureSpec):
+            return f"domain table {chain + 1}"
+        return f"domain of chain {chain + 1}"
 
     def prepare(self) -> str | None:
         req = self.request
@@ -311,7 +314,9 @@ class SparkEngine:
         schema = ", ".join([*(f"c{j} long" for j in range(k)), "v long"])
         return self.spark.createDataFrame(table, schema=schema)
 
-    def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
+    def recheck_budget(self, record: ReleaseRecord) -> ReleaseRecord:
+        """Check the budget again just before writing; the record charged to the input's
+        base tables, with the note of an override that let it through."""
         req, inp = self.request, self.input
         note = check_budget(
             self.spark,
@@ -324,6 +329,11 @@ class SparkEngine:
         )
         if note and note not in record.non_private:
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
+        return with_base_tables(record, [inp.key] if inp.key else [])
+
+    def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
+        req = self.request
+        record = self.recheck_budget(record)
         released = decode(self._leaves(result), req.tree, self._chains)
         return write_release(
             self.spark,
@@ -333,7 +343,7 @@ class SparkEngine:
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,
             namespace=self._namespace,
-            record=with_base_tables(record, [inp.key] if inp.key else []),
+            record=record,
         )
 
     def close(self) -> None:

@@ -35,7 +35,18 @@ def describe(spark: Any, what: str | None) -> None:
     spark.sparkContext.setJobDescription(None if what is None else f"inftda_sql {what}")
 
 
-__all__ = ["COUNT_LIMIT", "describe", "level_counts", "level_key", "scan"]
+__all__ = [
+    "COUNT_LIMIT",
+    "bound_units",
+    "check_unit",
+    "count_aggregates",
+    "describe",
+    "level_counts",
+    "level_key",
+    "scan",
+    "unit_diagnostics",
+    "validate",
+]
 
 _INT64_MAX = 2**63 - 1
 
@@ -44,12 +55,13 @@ def _c(name: str) -> Column:
     return F.col(quote(name))
 
 
-def _bound_units(
-    df: DataFrame, spec: TreeSpec, unit: str, *, distinct: bool, m: int, salt: str
+def bound_units(
+    df: DataFrame, columns: Sequence[str], unit: str, *, distinct: bool, m: int, salt: str
 ) -> DataFrame:
-    """The input with a ``__keep`` flag: at most ``m`` records (or distinct leaf cells) per
-    unit, chosen by a keyed SHA-256 under a secret salt (as ``sql/bound_units.sql``)."""
-    cols = [_c(c) for c in spec.columns]
+    """The input with a ``__keep`` flag: at most ``m`` records (or distinct cells of
+    ``columns``) per unit, chosen by a keyed SHA-256 under a secret salt (as
+    ``sql/bound_units.sql``)."""
+    cols = [_c(c) for c in columns]
     rows = df.select(_c(unit).alias("__u"), *cols)
     if distinct:
         rows = rows.distinct()
@@ -90,10 +102,37 @@ def scan(
     unit: str | None = None
     weight: Column = F.lit(1)
     if privacy_unit is not None:
-        unit = _check_unit(inp, privacy_unit, spec, count)
+        unit = check_unit(inp, privacy_unit, spec.columns, count)
         salt = source.words(4).tobytes().hex()
-        df = _bound_units(df, spec, unit, distinct=distinct, m=contribution, salt=salt)
+        df = bound_units(df, spec.columns, unit, distinct=distinct, m=contribution, salt=salt)
         weight = F.col("__keep").cast("long")
+    aggs = count_aggregates(inp, count, count_is_integer, weight)
+    describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
+    leaf = df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs).persist()
+    try:
+        validate(leaf, spec.leaf_columns, count, inp)
+        cells = _code_cells(leaf, spec, chains, inp)
+    except BaseException:
+        leaf.unpersist()
+        raise
+    total = int(cells.agg(F.sum("n")).first()[0] or 0)  # type: ignore[index]
+    leaf.unpersist()
+    describe(inp.df.sparkSession, None)
+    if total > COUNT_LIMIT:
+        raise InputDataError(f"{inp.description}: {too_large(count)}")
+    return Scan(
+        total=total,
+        diagnostics=unit_diagnostics(inp, privacy_unit, contribution, distinct, total),
+        privacy_unit=unit,
+    ), cells
+
+
+def count_aggregates(
+    inp: SparkSource, count: str | None, count_is_integer: bool, weight: Column
+) -> list[Column]:
+    """Per group: its rows, its records (``__n``, weighted by ``weight``: the kept flag of a
+    bounded input) and, for a count column, the rows with a NULL, negative, fractional or
+    too large count (checked by :func:`validate`)."""
     cnt = _c(count) if count is not None else None
     big = F.lit(float(_INT64_MAX))
     wide = cnt.cast("decimal(38,0)") if cnt is not None else None
@@ -110,31 +149,24 @@ def scan(
             ).alias("__frac"),
             F.sum((cnt.cast("double") > big).cast("long")).alias("__big"),
         ]
-    describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
-    leaf = df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs).persist()
-    try:
-        _validate(leaf, spec, count, inp)
-        cells = _code_cells(leaf, spec, chains, inp)
-    except BaseException:
-        leaf.unpersist()
-        raise
-    total = int(cells.agg(F.sum("n")).first()[0] or 0)  # type: ignore[index]
-    leaf.unpersist()
-    describe(inp.df.sparkSession, None)
-    if total > COUNT_LIMIT:
-        raise InputDataError(f"{inp.description}: {too_large(count)}")
-    diagnostics: dict[str, Any] = {}
-    if privacy_unit is not None:
-        rows_in = inp.df.count()
-        diagnostics = {
-            "privacy_unit": privacy_unit,
-            "contribution_bound": contribution,
-            "distinct": distinct,
-            "rows_in": rows_in,
-            "rows_kept": total,
-            "rows_dropped": rows_in - total,
-        }
-    return Scan(total=total, diagnostics=diagnostics, privacy_unit=unit), cells
+    return aggs
+
+
+def unit_diagnostics(
+    inp: SparkSource, privacy_unit: str | None, contribution: int, distinct: bool, total: int
+) -> dict[str, Any]:
+    """What contribution bounding dropped: for the data owner only (NOT private)."""
+    if privacy_unit is None:
+        return {}
+    rows_in = inp.df.count()
+    return {
+        "privacy_unit": privacy_unit,
+        "contribution_bound": contribution,
+        "distinct": distinct,
+        "rows_in": rows_in,
+        "rows_kept": total,
+        "rows_dropped": rows_in - total,
+    }
 
 
 def _not_whole(cnt: Column, inp: SparkSource, count: str | None) -> Column:
@@ -152,9 +184,8 @@ def _null_error(col: str, inp: SparkSource) -> None:
     )
 
 
-def _validate(leaf: DataFrame, spec: TreeSpec, count: str | None, inp: SparkSource) -> None:
+def validate(leaf: DataFrame, cols: Sequence[str], count: str | None, inp: SparkSource) -> None:
     """NULL and NaN leaves, bad counts, counts too large (numbers of rows, never a count)."""
-    cols = spec.leaf_columns
     checks = [F.sum(F.when(_c(c).isNull(), F.col("__rows")).otherwise(0)) for c in cols]
     nan_cols = [c for c in cols if isinstance(inp.types[c.lower()], (T.FloatType, T.DoubleType))]
     checks += [F.sum(F.isnan(_c(c)).cast("long")) for c in nan_cols]
@@ -303,13 +334,13 @@ def level_counts(
     )
 
 
-def _check_unit(inp: SparkSource, unit: object, spec: TreeSpec, count: str | None) -> str:
+def check_unit(inp: SparkSource, unit: object, columns: Sequence[str], count: str | None) -> str:
     """The privacy-unit column: present, not a hierarchy or count column, never NULL."""
     if not isinstance(unit, str) or not unit:
         raise SpecError(f"privacy_unit must be a column name, got {unit!r}", param="privacy_unit")
     stored = inp.column(unit, "privacy unit")
     check_scalar_type(inp, unit, "privacy unit column", InputDataError)
-    if unit.lower() in {c.lower() for c in spec.columns}:
+    if unit.lower() in {c.lower() for c in columns}:
         raise SpecError(
             f"privacy_unit {unit!r} is also a hierarchy column; name the column that "
             "identifies a person or household",
