@@ -147,11 +147,16 @@ RELEASE_KEYS = frozenset({
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
     "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
     "features", "structure", "weights",
-    "check_ancestors",
+    "check_ancestors", "timeout",
 })  # fmt: skip
 #: keys of a release config that are no keyword of release(): the file's own spelling of flags
 CONFIG_ONLY_KEYS = frozenset({"domain_columns"})
 _BUDGET_FLAGS = ("rho", "epsilon", "delta", "conversion", "privacy", "contribution", "split")
+
+_TIMEOUT_HELP = (
+    "seconds to wait for other writers of the file (another program that has it open, or "
+    "releases writing at the same moment) before giving up (default 30; 0: fail at once)"
+)
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -196,7 +201,7 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
     for key in (
         *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit",
         "structure", "weights",
-        "check_ancestors",
+        "check_ancestors", "timeout",
     ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
@@ -241,7 +246,9 @@ def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
         "merge": args.merge,
         "min_size": args.min_size,
     }
-    for key in ("groups_column", "max_size", "output", "seed", "split", "max_size_share"):
+    for key in (
+        "groups_column", "max_size", "output", "seed", "split", "max_size_share", "timeout",
+    ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
             options[key] = value
@@ -444,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--storage-version",
         help="refuse a file older DuckDB versions cannot read (e.g. v1.0.0)",
     )
+    r.add_argument("--timeout", type=float, help=_TIMEOUT_HELP)
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 
     c = sub.add_parser(
@@ -488,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="release even if the input's stored budget would be exceeded (recorded)",
     )
     c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
+    c.add_argument("--timeout", type=float, help=_TIMEOUT_HELP)
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"
