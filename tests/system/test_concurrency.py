@@ -347,7 +347,11 @@ def test_conflicts_past_the_timeout_say_how_long_they_waited(
     assert snapshot(db) == before
 
 
-@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "30", True])
+@pytest.mark.parametrize(
+    "bad",
+    [-1, float("nan"), float("inf"), 10**400, "30", True],
+    ids=["negative", "nan", "inf", "huge", "string", "bool"],
+)
 def test_a_bad_timeout_is_refused_before_anything(
     db: duckdb.DuckDBPyConnection, bad: object
 ) -> None:

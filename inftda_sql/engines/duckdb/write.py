@@ -13,13 +13,16 @@ before it, and the budget it checked is the budget that holds. (The ids are dens
 that missed any committed release takes the id of the first one it missed.) The loser's
 transaction is rolled back whole.
 
-**The loser retries** (:func:`record_release`): the same transaction again, with the same
-released cells (the noise was drawn before the write and is kept in memory: a retry never
-draws new noise), and the budget checked again as the new transaction sees it, so a retry never
-overspends. It pauses between attempts (exponential, jittered, at most a second) for at most
-``timeout`` seconds in all (``release(timeout=...)``, default :data:`DEFAULT_TIMEOUT`; None or
-0: no retry); then, or with no retry, it raises :class:`~inftda_sql.ConcurrentWriteError`,
-which says what to do. Each retry is logged (logger ``inftda_sql.engines.duckdb.write``, level
+**Writers take turns, and a loser retries** (:func:`retrying`). With a timeout
+(``release(timeout=...)``, default :data:`DEFAULT_TIMEOUT`), the writes of one process into one
+database file take turns (a lock per file), so its threads do not collide at all. A write
+that still collides (with SQL on another cursor, or a release with no timeout) runs the same
+transaction again, with the same released cells (the noise was drawn before the write and is
+kept in memory: a retry never draws new noise) and the budget checked again as the new
+transaction sees it, so a retry never overspends. It pauses between attempts (exponential,
+jittered, at most a second) for at most ``timeout`` seconds in all; then, or at once with
+``timeout`` None or 0, it raises :class:`~inftda_sql.ConcurrentWriteError`, which says what
+to do. Each retry is logged (logger ``inftda_sql.engines.duckdb.write``, level
 DEBUG). Another process cannot write the same file at all: DuckDB lets one read-write process
 open a file (``inftda_sql.connect(path, timeout=...)`` waits for it or says so).
 
@@ -184,15 +187,15 @@ def check_timeout(value: object) -> float | None:
         >>> check_timeout(-1)
         Traceback (most recent call last):
         ...
-        inftda_sql._errors.SpecError: timeout must be a number of seconds >= 0 (or None: do not \
-wait), got -1; pass e.g. timeout=60
+        inftda_sql._errors.SpecError: timeout must be a number of seconds from 0 to 1e9 (or \
+None: do not wait), got -1; pass e.g. timeout=60
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1e9:
         raise SpecError(
-            f"timeout must be a number of seconds >= 0 (or None: do not wait), got {value!r}; "
-            "pass e.g. ",
+            "timeout must be a number of seconds from 0 to 1e9 (or None: do not wait), got "
+            f"{value!r}; pass e.g. ",
             Arg("timeout", 60),
             param="timeout",
         )
