@@ -40,6 +40,7 @@ from .core.rng import RandomSource, as_source
 from .core.spec import parse_hierarchy
 from .engines.duckdb.count_of_counts import CocEngine, CocInputs, truncate_sizes
 from .engines.duckdb.ledger import ReleaseRecord
+from .engines.duckdb.write import DEFAULT_TIMEOUT, check_timeout, write_timeout
 
 __all__ = ["KIND", "CountOfCountsRelease", "release_count_of_counts"]
 
@@ -156,6 +157,7 @@ def release_count_of_counts(
     budget_override: bool = False,
     chunk: int = DEFAULT_CHUNK,
     progress: Callable[[CocLevelStats], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> CountOfCountsRelease:
     """Release private hierarchical count-of-counts histograms (Kuo et al., VLDB 2018).
 
@@ -196,6 +198,8 @@ def release_count_of_counts(
         budget_override: release even if it exceeds the budget stored for the input.
         chunk: noisy entries held in memory at a time (the memory bound of the estimators).
         progress: called with each level's statistics as it completes.
+        timeout: seconds to keep retrying the write when other writers change the database at
+            the same moment (as :func:`~inftda_sql.release`'s; None or 0: fail at once).
 
     Returns:
         A :class:`CountOfCountsRelease`.
@@ -214,6 +218,7 @@ def release_count_of_counts(
         [('A', 'a1', 1, 1), ('A', 'a1', 2, 1), ('A', 'a2', 1, 1)]
     """
     t_start = time.perf_counter()
+    timeout = check_timeout(timeout)
     spec = parse_hierarchy(hierarchy)
     if len(spec.chains) != 1:
         raise SpecError(
@@ -267,7 +272,7 @@ def release_count_of_counts(
     )
     stages = _Stages()
     requested = Budget.from_args(rho=acct.rho)  # what it spends, for the stored budgets
-    with CocEngine(con, inputs) as engine:
+    with write_timeout(timeout), CocEngine(con, inputs) as engine:
         engine.prepare()
         budget_note = engine.check_budget(requested, override=bool(budget_override))
         with stages("domain"):

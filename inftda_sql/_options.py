@@ -136,6 +136,9 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
            "it (cached: an UPDATE in place is not seen) or never (off)",
            flag="--check-ancestors", value_type="choice", choices_from="check_ancestors",
            engines=("duckdb",)),
+    Option("timeout", 30.0, "seconds to wait for other writers of the file (another program "
+           "that has it open, or releases writing at the same moment) before giving up (default "
+           "30; 0: fail at once)", flag="--timeout", value_type="float", engines=("duckdb",)),
     Option("scratch", None, "a folder every executor can write, for the survivors of each "
            "level (default: under the warehouse)", toml=False, engines=("spark",)),
 )  # fmt: skip

@@ -38,6 +38,7 @@ from .core.spec import TreeSpec
 from .core.tree import LevelStats
 from .engines.base import Engine, R, Scan
 from .engines.duckdb.engine import DuckDBEngine
+from .engines.duckdb.write import DEFAULT_TIMEOUT, check_timeout, write_timeout
 from .engines.records import ReleaseRecord
 from .mechanisms import (
     DEFAULT_MAX_CELLS,
@@ -284,6 +285,7 @@ def release(
     progress: Callable[[LevelStats], None] | None = None,
     return_as: str | None = None,
     check_ancestors: str = "full",
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -374,6 +376,10 @@ def release(
             ``hierarchical``) or optimise over it (``cbdp``) refuse domains with more cells
             than this.
         progress: called with each level's statistics as it completes.
+        timeout: seconds to keep retrying the write when other writers (threads releasing into
+            the same database) change it at the same moment (default 30): the write is one
+            transaction, retried with the same released cells and the budget checked again;
+            None or 0 fails at once. Past it, :class:`~inftda_sql.ConcurrentWriteError`.
 
     Returns:
         A :class:`Release` describing the output, the budget spent, and per-level statistics.
@@ -394,6 +400,7 @@ def release(
         [('N', 'a', 2), ('S', 'c', 2)]
     """
     t_start = time.perf_counter()
+    timeout = check_timeout(timeout)
     request = ReleaseRequest.from_args(
         table,
         hierarchy=hierarchy,
@@ -424,7 +431,7 @@ def release(
         check_ancestors=check_ancestors,
     )
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
-    with Scope():  # Ctrl-C after the commit waits for the cleanup (see _interrupts)
+    with Scope(), write_timeout(timeout):  # Ctrl-C after the commit waits for the cleanup
         return _run(con, request, progress, t_start)
 
 

@@ -232,7 +232,9 @@ def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
         "merge": args.merge,
         "min_size": args.min_size,
     }
-    for key in ("groups_column", "max_size", "output", "seed", "split", "max_size_share"):
+    for key in (
+        "groups_column", "max_size", "output", "seed", "split", "max_size_share", "timeout",
+    ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
             options[key] = value
@@ -474,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="release even if the input's stored budget would be exceeded (recorded)",
     )
     c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
+    _add_option(c, _OPTION["timeout"])
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"
