@@ -106,7 +106,7 @@ def publish(
             f"{'; '.join(record.non_private)}; publishing it would disclose the data. Make a "
             "private release, or pass allow_non_private=True (--allow-non-private) for test data"
         )
-    _check_unchanged(con, record, output)
+    _check_unchanged(con, record, ref, output)
     version = _storage_version(storage_version)
     public = _public_tables(con, public_tables, ref)
     if target.exists():
@@ -137,8 +137,21 @@ def publish(
                 view_name = split_name(view)[-1]
                 run(con, view_sql(ident(view_name), ident(ref.name)))
                 copied.append(TableRef(_ALIAS, "main", view_name))
-            # the fingerprint of the copy, so that the new file can be checked (and published)
-            row = dataclasses.replace(row, fingerprint=fingerprint.take(con, copied))
+            # the fingerprint of the copy, so that the new file can be checked (and published);
+            # its table must be what the release wrote (the working table may have changed
+            # since it was checked: another connection)
+            taken = fingerprint.take(con, copied)
+            if taken is None or fingerprint.table_digest(taken) != fingerprint.table_digest(
+                str(record.fingerprint)
+            ):
+                raise InftdaError(
+                    f"{output!r} changed while publish() copied it (another connection wrote "
+                    f"to it), so the copy is not what release #{record.release_id} wrote; "
+                    "nothing was published. Publish again once the writes are done, or ",
+                    *_again(),
+                    param="output",
+                )
+            row = dataclasses.replace(row, fingerprint=taken)
             insert_release(con, row)
         finally:
             run(con, _compile.use(original))
@@ -152,6 +165,13 @@ def publish(
 
 def _released_table(con: duckdb.DuckDBPyConnection, output: object) -> TableRef:
     found = lookup(con, output, param="output", role="output") if isinstance(output, str) else None
+    if found is not None and found[1] == "view":
+        raise SpecError(
+            f"{output!r} is a view ({found[0]}), not the table a release wrote; pass the ",
+            Arg("output"),
+            " of a release (a view of the same name hides it: drop the view)",
+            param="output",
+        )
     if found is None or found[1] != "table":
         raise SpecError(
             f"{output!r} is not a table of this database; pass the ",
@@ -175,14 +195,20 @@ def _latest_release(con: duckdb.DuckDBPyConnection, ref: TableRef, output: str) 
     )
 
 
-def _check_unchanged(con: duckdb.DuckDBPyConnection, record: ReleaseRecord, output: str) -> None:
-    """Refuse a release whose table or view is no longer what it wrote (or whose ledger row
-    has no fingerprint to tell: a row written before fingerprints, which fails closed)."""
-    again = (
+def _again() -> tuple[str | Arg, ...]:
+    return (
         "release it again into that table (pass ",
         Arg("overwrite", True),
         ") and publish the new release",
     )
+
+
+def _check_unchanged(
+    con: duckdb.DuckDBPyConnection, record: ReleaseRecord, ref: TableRef, output: str
+) -> None:
+    """Refuse a release whose table ``ref`` or view is no longer what it wrote (or whose
+    ledger row has no fingerprint to tell: a row written before fingerprints fails closed)."""
+    again = _again()
     if record.fingerprint is None:
         raise InftdaError(
             f"release #{record.release_id} ({output!r}) was recorded by an older version of "
@@ -192,7 +218,7 @@ def _check_unchanged(con: duckdb.DuckDBPyConnection, record: ReleaseRecord, outp
             param="output",
         )
     try:
-        found = fingerprint.changes(con, record.fingerprint)
+        found = fingerprint.changes(con, record.fingerprint, table=ref)
     except (ValueError, KeyError, TypeError) as exc:
         raise InftdaError(
             f"release #{record.release_id} ({output!r}) has a fingerprint this version cannot "

@@ -137,6 +137,36 @@ def test_a_replaced_view_is_not_published(
     _refused(db, tmp_path / "pub.duckdb", f"view main.{view}", "dropped")
 
 
+def test_a_table_hiding_the_release_is_not_published(
+    db: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A temporary table (or a view) of the release's name is what the name denotes first."""
+    _hierarchy(db)
+    exact = "SELECT region, province, mun, count(*) AS count FROM persons GROUP BY ALL"
+    db.execute(f"CREATE TEMP TABLE o AS {exact}").fetchall()
+    _refused(db, tmp_path / "pub.duckdb", "table main.o", "temp.main.o")
+    db.execute("DROP TABLE temp.main.o").fetchall()
+    db.execute(f"CREATE TEMP VIEW o AS {exact}").fetchall()
+    with pytest.raises(SpecError, match="'o' is a view"):
+        inftda_sql.publish(db, "o", tmp_path / "pub.duckdb")
+    assert not (tmp_path / "pub.duckdb").exists()
+
+
+def test_the_copy_is_checked_too(
+    db: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is copied is checked after the copy (another connection may write in between):
+    with the first check skipped, an edited table is still not published."""
+    from inftda_sql import _publish
+
+    _hierarchy(db)
+    db.execute(EDITS["update"]).fetchall()
+    monkeypatch.setattr(_publish, "_check_unchanged", lambda *args: None)
+    with pytest.raises(InftdaError, match="changed while publish"):
+        inftda_sql.publish(db, "o", tmp_path / "pub.duckdb")
+    assert not (tmp_path / "pub.duckdb").exists()
+
+
 def test_the_fingerprint_is_public_and_taken_at_write_time(
     db: duckdb.DuckDBPyConnection,
 ) -> None:

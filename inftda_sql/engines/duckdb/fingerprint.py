@@ -31,7 +31,7 @@ from ...core.names import split_name
 from .catalog import TableRef, existing, home_database, lookup
 from .sql import ident, render, scalar
 
-__all__ = ["METHOD", "Change", "changes", "take"]
+__all__ = ["METHOD", "Change", "changes", "table_digest", "take"]
 
 #: how the digests are computed; a fingerprint taken another way cannot be compared
 METHOD = "duckdb-hash-md5/1"
@@ -84,19 +84,36 @@ def _find(con: duckdb.DuckDBPyConnection, key: str, home: str) -> tuple[TableRef
     return None
 
 
-def changes(con: duckdb.DuckDBPyConnection, fingerprint: str) -> list[Change]:
+def _objects(fingerprint: str) -> list[dict[str, str]]:
+    stored = json.loads(fingerprint)
+    if not isinstance(stored, dict) or stored.get("method") != METHOD:
+        method = stored.get("method") if isinstance(stored, dict) else None
+        raise ValueError(f"fingerprint method {method!r} is not {METHOD!r}")
+    return [{k: str(v) for k, v in obj.items()} for obj in stored["objects"]]
+
+
+def table_digest(fingerprint: str) -> str | None:
+    """The digest of the (first) table a fingerprint covers: what a copy of it must match."""
+    return next((o["digest"] for o in _objects(fingerprint) if o["kind"] == "table"), None)
+
+
+def changes(
+    con: duckdb.DuckDBPyConnection, fingerprint: str, *, table: TableRef | None = None
+) -> list[Change]:
     """What is no longer as the fingerprint says: each object replaced, edited or dropped.
+    ``table``: the table the caller will read as the release's (it must be the one the
+    fingerprint names, not another object found under its name, e.g. a temporary table).
 
     Raises ValueError for a fingerprint this version cannot read or compare.
     """
-    stored = json.loads(fingerprint)
-    if not isinstance(stored, dict) or stored.get("method") != METHOD:
-        raise ValueError(f"fingerprint method {stored.get('method')!r} is not {METHOD!r}")
     home = home_database(con)
     out = []
-    for obj in stored["objects"]:
-        name, kind = str(obj["name"]), str(obj["kind"])
+    for obj in _objects(fingerprint):
+        name, kind = obj["name"], obj["kind"]
         found = _find(con, name, home)
+        if kind == "table" and table is not None and found is not None and not found[0].same(table):
+            out.append(Change(name, kind, f"is not what the name now denotes ({table})"))
+            continue
         if found is None:
             out.append(Change(name, kind, "was dropped"))
         elif found[1] != kind:
