@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION, parse_storage_version
-from ._errors import Arg, InftdaError, OutputExistsError, SpecError
+from ._errors import Arg, InftdaError, OutputExistsError, SpecError, Spelling
 from .core.features import parse_features
 from .core.names import is_file_key
 from .core.spec import parse_hierarchy
@@ -54,6 +54,8 @@ from .engines.duckdb.sql import ident, render, rows, run
 __all__ = ["publish"]
 
 _ALIAS = "__inftda_publish"
+#: where public tables are named: public_tables=[...] in Python, --public-table on the CLI
+_PUBLIC = Spelling(python=(Arg("public_tables"),), cli="--public-table")
 
 
 def publish(
@@ -257,14 +259,16 @@ def _target(con: duckdb.DuckDBPyConnection, path: object) -> Path:
     inputs = {key for charge in charges(con) for key in charge.keys} | {
         key for key, _ in stored_budgets(con).values()
     }
-    used += [(Path(key), "a private input of a release") for key in inputs if is_file_key(key)]
+    private = "a private input (a release read it or a budget guards it)"
+    used += [(Path(key), private) for key in inputs if is_file_key(key)]
     for candidate in (target, Path(f"{target}.wal")):
         for file, what in used:
             if _same_file(candidate, file):
+                which = "is" if candidate is target else f"would write its log {candidate.name} on"
                 raise SpecError(
-                    f"{str(target)!r} is {what} ({file}) this connection uses; publish() writes "
-                    "a new file to share and would overwrite it. Choose a path of its own for ",
-                    Arg("path"),
+                    f"{str(target)!r} {which} {what}: {file}, which this connection uses; "
+                    "publish() writes a new file to share and would overwrite it. Give the new "
+                    "file a path of its own",
                     param="path",
                 )
     return target
@@ -339,7 +343,7 @@ def _public_tables(
                     f"{name!r} is {hit[0]}, a private input of a release (or a file with a "
                     "budget); it cannot be published. Name only public data (the geography, "
                     "the domain) in ",
-                    Arg("public_tables"),
+                    _PUBLIC,
                     param="public_tables",
                 )
             _add_public(out, file_stem(path), _compile.read_files(files.format, files.files))
@@ -355,7 +359,7 @@ def _public_tables(
             raise SpecError(
                 f"public table {name!r} is copied by publish() itself (the release or the "
                 "ledger); leave it out of ",
-                Arg("public_tables"),
+                _PUBLIC,
                 param="public_tables",
             )
         resolved = resolve(con, name, ref, kind, ref.sql)
@@ -366,7 +370,7 @@ def _public_tables(
                 f"{name!r} is or reads {hit[0]}, a private input of a release (or a table with "
                 "a budget); it cannot be published. Name only public tables (the geography, "
                 "the domain) in ",
-                Arg("public_tables"),
+                _PUBLIC,
                 param="public_tables",
             )
         _add_public(out, ref.name, ref.sql)
@@ -390,7 +394,7 @@ def _check_reads(name: str, resolved: Resolved, *, unknown: bool) -> None:
             f"{name!r} reads {library[0]}, a bookkeeping table of inftda_sql (the ledger keeps "
             "diagnostics for the data owner only); it cannot be published. publish() copies "
             "the release's ledger row itself; name only public tables in ",
-            Arg("public_tables"),
+            _PUBLIC,
             param="public_tables",
         )
     if resolved.outside and unknown:
@@ -398,7 +402,7 @@ def _check_reads(name: str, resolved: Resolved, *, unknown: bool) -> None:
             f"{name!r} reads data from outside the database's tables "
             f"({', '.join(resolved.outside)}), and a release read a file or a data frame, which "
             "it may be; it cannot be published. Name the public file itself in ",
-            Arg("public_tables"),
+            _PUBLIC,
             " (checked by its path), or load the public data into a table",
             param="public_tables",
         )

@@ -290,7 +290,7 @@ def test_publish_onto_the_working_database_is_refused(
     ):
         (tmp_path / "sub").mkdir(exist_ok=True)
         for overwrite in (False, True):
-            with pytest.raises(SpecError, match="this connection uses") as info:
+            with pytest.raises(SpecError, match="which this connection uses") as info:
                 inftda_sql.publish(db, "o", target, overwrite=overwrite)
             assert info.value.param == "path"
     assert (tmp_path / "work.duckdb").stat().st_size == before
@@ -299,7 +299,7 @@ def test_publish_onto_the_working_database_is_refused(
         inftda_sql.publish(db, "o", tmp_path / "sub")
     # a case-folding filesystem: another spelling of the same file is refused too
     if os.path.exists(tmp_path / "WORK.duckdb"):  # pragma: no cover - macOS, Windows
-        with pytest.raises(SpecError, match="this connection uses"):
+        with pytest.raises(SpecError, match="which this connection uses"):
             inftda_sql.publish(db, "o", "WORK.duckdb.WAL")
     inftda_sql.publish(db, "o", "pub.duckdb")  # any other path is fine
 
