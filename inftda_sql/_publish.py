@@ -110,7 +110,11 @@ def publish(
         )
     _check_unchanged(con, record, ref, output)
     version = _storage_version(storage_version)
-    public = _public_tables(con, public_tables, ref)
+    public_files: list[str] = []
+    public = _public_tables(con, public_tables, ref, public_files)
+    _check_target(
+        target, [(Path(f), "a public table named in public_tables") for f in public_files]
+    )
     if target.exists():
         if not overwrite:
             raise OutputExistsError(
@@ -251,6 +255,12 @@ def _target(con: duckdb.DuckDBPyConnection, path: object) -> Path:
             f"{str(target / 'public.duckdb')!r}",
             param="path",
         )
+    if not target.parent.is_dir():
+        raise SpecError(
+            f"the folder of {str(target)!r} does not exist; create it first, or give the new "
+            "file a path in an existing folder",
+            param="path",
+        )
     used: list[tuple[Path, str]] = []
     for name, file in rows(con, render("publish.database_files")):
         db = Path(str(file))
@@ -261,6 +271,12 @@ def _target(con: duckdb.DuckDBPyConnection, path: object) -> Path:
     }
     private = "a private input (a release read it or a budget guards it)"
     used += [(Path(key), private) for key in inputs if is_file_key(key)]
+    _check_target(target, used)
+    return target
+
+
+def _check_target(target: Path, used: Sequence[tuple[Path, str]]) -> None:
+    """Refuse ``target`` when it or its ``.wal`` is one of the files ``used`` (path, what)."""
     for candidate in (target, Path(f"{target}.wal")):
         for file, what in used:
             if _same_file(candidate, file):
@@ -271,7 +287,6 @@ def _target(con: duckdb.DuckDBPyConnection, path: object) -> Path:
                     "file a path of its own",
                     param="path",
                 )
-    return target
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -317,11 +332,11 @@ def _storage_version(storage_version: object) -> str | None:
 
 
 def _public_tables(
-    con: duckdb.DuckDBPyConnection, names: object, output: TableRef
+    con: duckdb.DuckDBPyConnection, names: object, output: TableRef, files_read: list[str]
 ) -> list[tuple[str, str]]:
     """The public tables to copy, resolved, as (name in the shared file, SQL reading it);
     refused when one is, or reads, a table or file any release read or any budget guards (the
-    private inputs), or a name the library owns."""
+    private inputs), or a name the library owns. The files named are added to ``files_read``."""
     if isinstance(names, str) or not isinstance(names, Sequence):
         raise SpecError(
             f"public_tables must be a list of table names, got {names!r}", param="public_tables"
@@ -347,6 +362,7 @@ def _public_tables(
                     param="public_tables",
                 )
             _add_public(out, file_stem(path), _compile.read_files(files.format, files.files))
+            files_read += files.files
             continue
         found = lookup(con, name, param="public_tables", role="public table")
         if found is None:

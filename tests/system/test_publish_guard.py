@@ -314,3 +314,18 @@ def test_publish_onto_a_private_input_file_is_refused(
     with pytest.raises(SpecError, match="private input"):
         inftda_sql.publish(db, "o", private, overwrite=True)
     assert private.exists()
+
+
+def test_publish_onto_a_public_file_or_a_missing_folder_is_refused(
+    db: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    _hierarchy(db)
+    geo = tmp_path / "geo.parquet"
+    db.execute(f"COPY geo TO '{geo}'").fetchall()
+    size = geo.stat().st_size
+    with pytest.raises(SpecError, match="public table named in public_tables"):
+        inftda_sql.publish(db, "o", geo, public_tables=[str(geo)], overwrite=True)
+    assert geo.stat().st_size == size
+    with pytest.raises(SpecError, match="does not exist; create it first") as info:
+        inftda_sql.publish(db, "o", tmp_path / "no" / "such" / "pub.duckdb")
+    assert info.value.param == "path"
