@@ -9,7 +9,8 @@ or reads them in DuckDB (the write stage, budgets, ``publish()``, the CLI) goes 
 functions below. The statements are in ``sql/ledger.sql``.
 
 A database written by an older version of this package has fewer columns; :func:`ensure_tables`
-adds the missing ones (NULL in old rows), so old files keep working.
+adds the missing ones (NULL in old rows), so old files keep working. (An old row has no
+``fingerprint``, so ``publish()`` refuses it: it cannot tell whether the table was edited since.)
 
 **Budgets are kept per base table.** A release is charged to every base table it reads, as
 resolved in the catalog (:mod:`.catalog`: through views, relations and subqueries), and the

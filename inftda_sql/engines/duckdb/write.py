@@ -3,7 +3,8 @@
 Either all of them appear or none does. Inside one DuckDB transaction (DDL is transactional):
 the input's budget is checked again against the ledger as this transaction sees it, the old
 output and view are dropped (with ``overwrite=True``), the output is created from the released
-codes, the levels view created and the ledger row inserted, then COMMIT; any failure rolls
+codes, the levels view created, their content fingerprint taken (:mod:`.fingerprint`, which
+``publish()`` checks) and the ledger row inserted, then COMMIT; any failure rolls
 everything back, so no reader ever sees a half-written release.
 
 **Check and record are one transaction.** Two releases that run at the same time (threads with
@@ -58,6 +59,7 @@ from ...core.cells import sort_order
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
+from . import fingerprint
 from .catalog import Resolved, Target, existing
 from .ledger import (
     LEDGER_TABLE,
@@ -312,6 +314,8 @@ def record_release(
             written = dataclasses.replace(
                 written, release_id=next_release_id(con), base_tables=list(source.keys)
             )
+            made = [target.ref for target in targets if target is not None]
+            written = dataclasses.replace(written, fingerprint=fingerprint.take(con, made))
             insert_release(con, written)
         return written
 
