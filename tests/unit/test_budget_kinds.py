@@ -17,9 +17,12 @@ from inftda_sql.core.accounting import (
     Guarantee,
     PureDPBudget,
     RhoZCDPBudget,
+    account_features,
     budget_verdict,
     pure_rho,
 )
+from inftda_sql.mechanisms import REGISTRY
+from inftda_sql.mechanisms.stability_histogram import require_epsilon_delta
 
 RHO = Budget.from_args(rho=0.5)
 APPROX = Budget.from_args(epsilon=1.0, delta=1e-6)
@@ -149,6 +152,24 @@ def test_composition_cost() -> None:
             budget_verdict("t", stored, spent + 1e-3, 1, requested, g, override=False)
     with pytest.raises(BudgetError, match="does not add up in rho"):
         budget_verdict("t", stored, 0.0, 0, APPROX, Guarantee.APPROX_DP, override=False)
+
+
+def test_mechanisms_ask_the_budget() -> None:
+    cbdp, topdown = REGISTRY["cbdp"], REGISTRY["inftda"]
+    assert cbdp.guarantee_for(PURE) is Guarantee.PURE_DP
+    assert cbdp.guarantee_for(RHO) is Guarantee.ZCDP
+    assert cbdp.guarantee_for(APPROX) is Guarantee.ZCDP
+    assert topdown.guarantee_for(APPROX) is Guarantee.ZCDP
+    assert REGISTRY["stability_histogram"].guarantee_for(APPROX) is Guarantee.APPROX_DP
+    require_epsilon_delta(APPROX)
+    for refused in (RHO, PURE):
+        with pytest.raises(BudgetError, match="is \\(epsilon, delta\\)-DP, not zCDP"):
+            require_epsilon_delta(refused)
+    # the noise of a feature release follows the budget's kind
+    names, totals = ["total", "period"], [True, False]
+    for budget in (RHO, APPROX, PURE):
+        acct = account_features(budget, names, totals=totals, leaf=1, privacy="unbounded")
+        assert acct.noise == budget.noise
 
 
 def test_old_guarantee_strings_still_work() -> None:

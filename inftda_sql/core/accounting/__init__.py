@@ -58,7 +58,6 @@ budgets). Import the names from this package: it re-exports every one of them.
 from __future__ import annotations
 
 from ._common import (
-    COMPOSES_IN_RHO,
     CONVERSIONS,
     DEFAULT_REPORT_DELTA,
     DETERMINED_NOTE,
@@ -93,7 +92,6 @@ from .verdict import budget_verdict
 
 __all__ = [
     "COC_METHODS",
-    "COMPOSES_IN_RHO",
     "CONVERSIONS",
     "DEFAULT_REPORT_DELTA",
     "DETERMINED_NOTE",
