@@ -32,6 +32,8 @@ from .core.accounting import (
     COC_METHODS,
     Budget,
     CountOfCountsAccounting,
+    Guarantee,
+    PureDPBudget,
     count_of_counts_accounting,
 )
 from .core.coc import CONSISTENCY, DEFAULT_CHUNK, MERGES, CocLevelStats, count_of_counts
@@ -385,13 +387,13 @@ def _record(
         tree="chain",
         domain_source=str(params["groups_table"]),
         mechanism=f"{KIND}:{params['method']}",
-        guarantee="pureDP",
+        guarantee=Guarantee.PURE_DP.value,
         privacy="unbounded",
         rho=acct.rho,
         epsilon=acct.epsilon,
         delta=0.0,
         conversion="none",
-        budget_given="epsilon",
+        budget_given=PureDPBudget.given,
         contribution=1,
         distinct_records=False,
         privacy_unit=None,  # a person is one row of the input

@@ -32,7 +32,7 @@ from ._interrupts import Scope, settle_imports
 from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
-from .core.accounting import COMPOSES_IN_RHO, Accounting
+from .core.accounting import Accounting, Guarantee
 from .core.features import FeatureSpec
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
@@ -94,7 +94,7 @@ class Release:
     timings: dict[str, float] = field(default_factory=dict)
     seeded: bool = False
     non_private: tuple[str, ...] = ()
-    guarantee: str = "zCDP"
+    guarantee: Guarantee = Guarantee.ZCDP
     mechanism_params: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     """Facts about the private input for the data owner only (e.g. rows dropped by the
@@ -156,7 +156,7 @@ class Release:
             "levels_view": self.levels_view,
             "hierarchy": self.spec.as_dict(),
             "mechanism": self.mechanism,
-            "guarantee": self.guarantee,
+            "guarantee": str(self.guarantee),
             "mechanism_params": dict(self.mechanism_params),
             "budget": self.accounting.as_dict(),
             "levels": [lv.as_dict() for lv in self.levels],
@@ -200,23 +200,8 @@ class Release:
         return f"{self.spec.tree} tree"
 
     def _budget_line(self) -> str:
-        b = self.accounting.budget
-        tail = f"; released total {self.total:,}"
-        if self.guarantee == "pureDP":
-            return (
-                f"budget: epsilon={b.epsilon:.6g} pure DP, discrete Laplace noise "
-                f"(rho={b.rho:.6g} when composed with zCDP releases){tail}"
-            )
-        if self.guarantee != "zCDP":
-            p = self.mechanism_params
-            return (
-                f"budget: (epsilon={b.epsilon:.6g}, delta={b.delta:.3g})-DP; discrete Laplace "
-                f"scale {p.get('scale', float('nan')):.4g}, threshold {p.get('threshold')}{tail}"
-            )
-        return (
-            f"budget: rho={b.rho:.6g} ~ (epsilon={b.epsilon:.6g}, delta={b.delta:.3g}) "
-            f"[{b.conversion} conversion]{tail}"
-        )
+        line = Guarantee(self.guarantee).budget_line(self.accounting.budget, self.mechanism_params)
+        return f"budget: {line}; released total {self.total:,}"
 
     def __str__(self) -> str:
         warn = ""
@@ -662,9 +647,9 @@ def _record(
         tree=spec.tree if isinstance(spec, TreeSpec) else "features",
         domain_source=domain_source,
         mechanism=mech.name,
-        guarantee=guarantee,
+        guarantee=guarantee.value,
         privacy=acct.privacy,
-        rho=budget.rho if guarantee in COMPOSES_IN_RHO else None,
+        rho=guarantee.charged_rho(budget.rho),
         epsilon=budget.epsilon,
         delta=budget.delta,
         conversion=budget.conversion,

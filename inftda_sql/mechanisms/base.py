@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._errors import Arg, InternalError, SpecError
-from ..core.accounting import Accounting, Budget, account, account_features
+from ..core.accounting import Accounting, Budget, Guarantee, account, account_features
 from ..core.arrays import I64
 from ..core.features import FeatureSpec, Lattice
 from ..core.rng import RandomSource
@@ -50,11 +50,6 @@ __all__ = [
 
 #: mechanisms that materialise every cell of the full domain refuse above this many cells
 DEFAULT_MAX_CELLS = 50_000_000
-
-Guarantee = Literal["zCDP", "approxDP", "pureDP"]
-"""``zCDP``: rho composes by adding; ``approxDP``: an (epsilon, delta)-DP guarantee only;
-``pureDP``: epsilon-DP, which is also ``epsilon^2 / 2``-zCDP and composes as such."""
-
 
 TrueLevel = Callable[[int, tuple[int, ...]], tuple[I64, I64]]
 """``(level, strides) -> (sorted keys, counts)``: the true non-zero counts of a level."""
@@ -175,8 +170,9 @@ class Mechanism:
         name: the ``mechanism=`` value that selects it.
         summary: one line: what it releases (shown in help texts).
         run: the mechanism itself, ``MechanismContext -> TopDownResult``.
-        guarantee: ``"zCDP"`` or ``"approxDP"`` (recorded in the ledger; only zCDP composes
-            in rho against a stored budget).
+        guarantee: :attr:`Guarantee.ZCDP` or :attr:`Guarantee.APPROX_DP` (recorded in the
+            ledger; only zCDP composes in rho against a stored budget; the strings ``"zCDP"``,
+            ``"approxDP"`` are accepted).
         noises: ``"tree"`` (every level below the root; the root count is released by the
             mechanism itself) or ``"leaves"`` (the leaf level only; coarser levels are sums of
             released leaves, so no budget is spent on a root).
@@ -194,7 +190,7 @@ class Mechanism:
     name: str
     summary: str
     run: Callable[[MechanismContext], TopDownResult]
-    guarantee: Guarantee = "zCDP"
+    guarantee: Guarantee = Guarantee.ZCDP
     noises: Literal["tree", "leaves"] = "tree"
     full_domain: Literal["leaves", "tree"] | None = None
     requires: Callable[[Budget], None] | None = None
@@ -206,7 +202,7 @@ class Mechanism:
 
     def guarantee_for(self, budget: Budget) -> Guarantee:
         """The guarantee of a release with ``budget`` (the mechanism's own, for a tree)."""
-        return self.guarantee
+        return Guarantee(self.guarantee)
 
     @property
     def releases_root(self) -> bool:
@@ -343,8 +339,9 @@ class FeatureMechanism:
     pure_budget = True
 
     def guarantee_for(self, budget: Budget) -> Guarantee:
-        """``pureDP`` with a pure epsilon budget (Laplace noise), ``zCDP`` otherwise."""
-        return "pureDP" if budget.pure else "zCDP"
+        """The budget's own: ``pureDP`` with a pure epsilon budget (Laplace noise), ``zCDP``
+        otherwise (:attr:`Budget.guarantee`)."""
+        return budget.guarantee
 
     def check(self, budget: Budget) -> None:
         """Refuse, before any work, a budget or installation this mechanism cannot run with."""

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InputDataError, Part, SpecError
-from ...core.accounting import Budget
+from ...core.accounting import Budget, Guarantee
 from ...core.arrays import I64
 from ...core.coc import CocLevel, Histograms
 from ...core.tree import ChainTree
@@ -155,7 +155,7 @@ class CocEngine:
         """Refuse a release that exceeds the budget of a base table the input reads (a pure
         epsilon-DP release is charged its ``rho``); the note an override records, or None."""
         src, _ = self._require()
-        return check_budget(self.con, src.resolved, requested, "pureDP", override=override)
+        return check_budget(self.con, src.resolved, requested, Guarantee.PURE_DP, override=override)
 
     def resolve(self) -> None:
         """The input and the groups table have the named columns, of plain types."""
@@ -313,7 +313,7 @@ class CocEngine:
             record=record,
             source=src.resolved,
             budget=budget,
-            guarantee="pureDP",
+            guarantee=Guarantee.PURE_DP,
             budget_override=override,
         )
 
