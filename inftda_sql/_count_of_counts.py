@@ -12,8 +12,6 @@ number of groups. The maths are engine-free (:mod:`.core.coc`, scales from
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import math
 import numbers
 import time
@@ -22,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-import numpy as np
 
 from ._errors import Arg, SpecError
-from ._release import _Stages
+from ._ledger_row import LevelCosts, ledger_row
+from ._stages import Stages
 from ._tables import text_table
-from ._version import __version__
 from .core.accounting import (
     COC_METHODS,
     Budget,
@@ -265,7 +262,7 @@ def release_count_of_counts(
         levels_view=f"{output}_levels" if levels_view else None,
         overwrite=bool(overwrite),
     )
-    stages = _Stages()
+    stages = Stages()
     requested = Budget.from_args(rho=acct.rho)  # what it spends, for the stored budgets
     with CocEngine(con, inputs) as engine:
         engine.prepare()
@@ -371,12 +368,10 @@ def _record(
         sens.insert(0, 1.0)
         eps.insert(0, acct.max_size_epsilon)
         sigma.insert(0, math.sqrt(2.0) * acct.max_size_scale)
-    return ReleaseRecord(
-        release_id=0,
-        created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+    return ledger_row(
         input_table=input_table,
         output_table=inputs.output,
-        hierarchy=json.dumps({"chains": [list(inputs.chain)], "tree": "chain"}),
+        hierarchy={"chains": [list(inputs.chain)], "tree": "chain"},
         tree="chain",
         domain_source=str(params["groups_table"]),
         mechanism=f"{KIND}:{params['method']}",
@@ -390,31 +385,19 @@ def _record(
         contribution=1,
         distinct_records=False,
         privacy_unit=None,  # a person is one row of the input
-        level_names=names,
-        level_sensitivity=sens,
-        level_rho=[e * e / 2.0 for e in eps],
-        level_sigma=sigma,
+        levels=LevelCosts(names, sens, [e * e / 2.0 for e in eps], sigma),
         seeded="seeded noise (tests and benchmarks only)" in non_private,
         non_private=non_private,
-        library_version=__version__,
-        details=json.dumps(
-            {
-                "kind": KIND,
-                "levels": public_levels,
-                "levels_view": inputs.levels_view,
-                "mechanism_params": params,
-                "accounting": acct.as_dict(),
-                "diagnostics (not private, for the data owner only)": {
-                    "seconds": {k: round(v, 4) for k, v in timings.items()}
-                },
-            },
-            allow_nan=False,
-            default=_json_default,
-        ),
+        details={
+            "kind": KIND,
+            "levels": public_levels,
+            "levels_view": inputs.levels_view,
+            "mechanism_params": params,
+            "accounting": acct.as_dict(),
+        },
+        diagnostics={
+            "diagnostics (not private, for the data owner only)": {
+                "seconds": {k: round(v, 4) for k, v in timings.items()}
+            }
+        },
     )
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, np.integer):
-        return int(value)
-    raise TypeError(f"not JSON serialisable: {value!r}")

@@ -12,14 +12,11 @@ query that counts every feature.
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
 import functools
 import html
-import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,9 +26,10 @@ import pyarrow as pa
 from ._errors import Arg, SpecError
 from ._frames import convert
 from ._interrupts import Scope, settle_imports
+from ._ledger_row import LevelCosts, ledger_row
 from ._request import ReleaseRequest
+from ._stages import Stages
 from ._tables import html_table, text_table
-from ._version import __version__
 from .core.accounting import COMPOSES_IN_RHO, Accounting
 from .core.features import FeatureSpec
 from .core.spec import TreeSpec
@@ -436,7 +434,7 @@ def _run(
 ) -> Release:
     """The stages of a checked request on DuckDB."""
     if isinstance(request.mechanism, FeatureMechanism):
-        return _release_features(con, request, _Stages(), progress, t_start)
+        return _release_features(con, request, Stages(), progress, t_start)
     with DuckDBEngine(con, request) as engine:
         return run_release(engine, request, progress, t_start)
 
@@ -452,7 +450,7 @@ def run_release(
     mechanism = request.mechanism
     if isinstance(mechanism, FeatureMechanism):  # the callers dispatch feature releases before
         raise TypeError(f"{mechanism.name} releases features, not a hierarchy")
-    stages = _Stages()
+    stages = Stages()
     budget_note = engine.prepare()
     with stages("domain"):
         engine.resolve()
@@ -514,7 +512,7 @@ def run_release(
 def _release_features(
     con: duckdb.DuckDBPyConnection,
     request: ReleaseRequest,
-    stages: _Stages,
+    stages: Stages,
     progress: Callable[[LevelStats], None] | None,
     t_start: float,
 ) -> Release:
@@ -599,24 +597,6 @@ def _level_notes(acct: Accounting) -> dict[str, Any]:
     return {"level_notes": notes} if notes else {}
 
 
-class _Stages:
-    """Seconds per stage of a release (for the data owner's summary, never published)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
-
-    def done(self, elapsed: float) -> dict[str, float]:
-        return {**self.seconds, "other": max(0.0, elapsed - sum(self.seconds.values()))}
-
-
 def record_parameters(request: ReleaseRequest, accounting: Accounting) -> dict[str, Any]:
     """The mechanism's own parameters (e.g. a threshold), derived from the accounting."""
     mech = request.mechanism
@@ -635,26 +615,18 @@ def _record(
     non_private: list[str],
     seconds: tuple[dict[str, float], Sequence[float]],
 ) -> ReleaseRecord:
-    """The ledger row of a release (its id is assigned when it is written). ``details`` holds
-    what the mechanism did (per level or query), derived from noisy values only; ``seconds``
-    the times per stage and per level (or query).
-
-    Its ``details`` keep what is not private (the input's diagnostics, the times) under keys
-    that start with ``diagnostics``: the public view of the row
-    (:meth:`~inftda_sql.engines.duckdb.ledger.ReleaseRecord.public`) leaves them out.
-    """
-    budget, mech = request.budget, request.mechanism
-    spec = request.spec
-    guarantee = request.guarantee
-    return ReleaseRecord(
-        release_id=0,
-        created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+    """The ledger row of a hierarchy or feature release (:func:`~._ledger_row.ledger_row`).
+    ``details`` holds what the mechanism did (per level or query), derived from noisy values
+    only; ``seconds`` the times per stage and per level (or query), kept with the input's
+    diagnostics where the public view of the row leaves them out."""
+    budget, spec, guarantee = request.budget, request.spec, request.guarantee
+    return ledger_row(
         input_table=input_table,
         output_table=request.output_description,
-        hierarchy=json.dumps(spec.as_dict()),
+        hierarchy=spec.as_dict(),
         tree=spec.tree if isinstance(spec, TreeSpec) else "features",
         domain_source=domain_source,
-        mechanism=mech.name,
+        mechanism=request.mechanism.name,
         guarantee=guarantee,
         privacy=acct.privacy,
         rho=budget.rho if guarantee in COMPOSES_IN_RHO else None,
@@ -665,23 +637,21 @@ def _record(
         contribution=acct.contribution,
         distinct_records=acct.distinct,
         privacy_unit=scan.privacy_unit,
-        level_names=list(acct.level_names),
-        level_sensitivity=list(acct.level_sensitivity),
-        level_rho=list(acct.level_rho),
-        level_sigma=list(acct.level_sigma),
+        levels=LevelCosts(
+            acct.level_names, acct.level_sensitivity, acct.level_rho, acct.level_sigma
+        ),
         seeded=request.source.seeded,
         non_private=non_private,
-        library_version=__version__,
-        details=json.dumps(
-            {
-                "levels_view": request.levels_view,
-                "mechanism_params": record_parameters(request, acct),
-                **details,
-                "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
-                "diagnostics: seconds (not private: they depend on the data)": {
-                    "per_level": [round(t, 4) for t in seconds[1]],
-                    "per_stage": {k: round(v, 4) for k, v in seconds[0].items()},
-                },
-            }
-        ),
+        details={
+            "levels_view": request.levels_view,
+            "mechanism_params": record_parameters(request, acct),
+            **details,
+        },
+        diagnostics={
+            "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
+            "diagnostics: seconds (not private: they depend on the data)": {
+                "per_level": [round(t, 4) for t in seconds[1]],
+                "per_stage": {k: round(v, 4) for k, v in seconds[0].items()},
+            },
+        },
     )
