@@ -13,7 +13,6 @@ number of groups. The maths are engine-free (:mod:`.core.coc`, scales from
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,21 +20,17 @@ from typing import Any
 
 import duckdb
 
-from ._errors import Arg, SpecError
+from ._coc_request import CountOfCountsRequest
 from ._ledger_row import LevelCosts, ledger_row
 from ._stages import Stages
 from ._tables import text_table
 from .core.accounting import (
-    COC_METHODS,
-    Budget,
     CountOfCountsAccounting,
-    count_of_counts_accounting,
 )
-from .core.coc import CONSISTENCY, DEFAULT_CHUNK, MERGES, CocLevelStats, count_of_counts
+from .core.coc import DEFAULT_CHUNK, CocLevelStats, count_of_counts
 from .core.noise import draw_discrete_laplace
-from .core.rng import RandomSource, as_source
-from .core.spec import parse_hierarchy
-from .engines.duckdb.count_of_counts import CocEngine, CocInputs, truncate_sizes
+from .core.rng import RandomSource
+from .engines.duckdb.count_of_counts import CocEngine, truncate_sizes
 from .engines.duckdb.ledger import ReleaseRecord
 
 __all__ = ["KIND", "CountOfCountsRelease", "release_count_of_counts"]
@@ -115,18 +110,6 @@ class CountOfCountsRelease:
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
         return "\n".join(lines)
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
-    return int(value)
-
-
-def _choice(name: str, value: object, choices: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise SpecError(f"{name} must be one of {', '.join(choices)}; got {value!r}", param=name)
-    return value
 
 
 def release_count_of_counts(
@@ -211,62 +194,33 @@ def release_count_of_counts(
         [('A', 'a1', 1, 1), ('A', 'a1', 2, 1), ('A', 'a2', 1, 1)]
     """
     t_start = time.perf_counter()
-    spec = parse_hierarchy(hierarchy)
-    if len(spec.chains) != 1:
-        raise SpecError(
-            "a count-of-counts release takes one chain of region columns, coarse to fine; got ",
-            Arg("hierarchy", [list(c) for c in spec.chains]),
-            param="hierarchy",
-        )
-    chain = spec.chains[0]
-    if not isinstance(group, str) or not group:
-        raise SpecError(f"group must be a column name, got {group!r}", param="group")
-    method = _choice("method", method, COC_METHODS)
-    consistency = _choice("consistency", consistency, CONSISTENCY)
-    merge = _choice("merge", merge, MERGES)
-    min_size = _check_int("min_size", min_size, 0)
-    if min_size > 1:
-        raise SpecError(f"min_size must be 0 or 1, got {min_size}", param="min_size")
-    if max_size is not None:
-        max_size = _check_int("max_size", max_size, max(min_size, 1))
-    chunk = _check_int("chunk", chunk, 1)
-    level_names = ["root", *chain] if consistency == "topdown" else [chain[-1]]
-    acct = count_of_counts_accounting(
-        epsilon,
-        level_names,
-        method=method,
-        split=split,
-        max_size_share=max_size_share if max_size is None else 0.0,
-    )
-    source = as_source(seed)
-    if output is None:
-        if not isinstance(table, str):
-            raise SpecError(
-                Arg("output"), " is required when the input is a relation", param="output"
-            )
-        output = f"{table}_count_of_counts"
-    if not isinstance(output, str) or not output or len(output.split(".")) > 2:
-        raise SpecError(f"output must be a table name, got {output!r}", param="output")
-    if isinstance(table, str) and output.lower() == table.lower():
-        raise SpecError(
-            f"output {output!r} is the input table; choose another name", param="output"
-        )
-    inputs = CocInputs(
-        table=table,
+    request = CountOfCountsRequest.from_args(
+        table,
         group=group,
-        chain=chain,
-        groups_table=groups,
+        hierarchy=hierarchy,
+        groups=groups,
+        epsilon=epsilon,
+        max_size=max_size,
         groups_column=groups_column,
         min_size=min_size,
+        method=method,
+        consistency=consistency,
+        merge=merge,
+        split=split,
+        max_size_share=max_size_share,
         output=output,
-        levels_view=f"{output}_levels" if levels_view else None,
-        overwrite=bool(overwrite),
+        overwrite=overwrite,
+        levels_view=levels_view,
+        seed=seed,
+        budget_override=budget_override,
+        chunk=chunk,
     )
+    acct, source, min_size = request.accounting, request.source, request.min_size
+    max_size = request.max_size
     stages = Stages()
-    requested = Budget.from_args(rho=acct.rho)  # what it spends, for the stored budgets
-    with CocEngine(con, inputs) as engine:
+    with CocEngine(con, request) as engine:
         engine.prepare()
-        budget_note = engine.check_budget(requested, override=bool(budget_override))
+        budget_note = engine.check_budget(request.budget, override=request.budget_override)
         with stages("domain"):
             engine.resolve()
             engine.domain()
@@ -282,46 +236,38 @@ def release_count_of_counts(
                 acct,
                 max_size=max_size,
                 min_size=min_size,
-                consistency=consistency,
-                merge=merge,
+                consistency=request.consistency,
+                merge=request.merge,
                 source=source,
-                chunk=chunk,
+                chunk=request.chunk,
                 progress=progress,
             )
-        non_private = []
-        if acct.non_private:
-            non_private.append("infinite budget (no noise)")
-        if source.seeded:
-            non_private.append("seeded noise (tests and benchmarks only)")
-        if budget_note:
-            non_private.append(budget_note)
+        non_private = request.non_private_reasons(budget_note)
         params = {
-            "method": method,
-            "consistency": consistency,
-            "merge": merge,
-            "group": group,
+            "method": request.method,
+            "consistency": request.consistency,
+            "merge": request.merge,
+            "group": request.group,
             "groups_table": engine.groups_description,
             "max_size": max_size,
             "max_size_estimated": estimated,
             "min_size": min_size,
         }
         timings = stages.done(time.perf_counter() - t_start)
-        record = _record(
-            inputs, input_description(table), acct, params, result.levels, non_private, timings
-        )
+        record = _record(request, acct, params, result.levels, non_private, timings)
         with stages("write"):
             record = engine.write(
-                result.leaves, record, budget=requested, override=bool(budget_override)
+                result.leaves, record, budget=request.budget, override=request.budget_override
             )
     return CountOfCountsRelease(
-        output=output,
-        levels_view=inputs.levels_view,
+        output=request.output,
+        levels_view=request.levels_view,
         release_id=record.release_id,
-        input=input_description(table),
-        hierarchy=chain,
-        method=method,
-        consistency=consistency,
-        merge=merge,
+        input=request.input_description,
+        hierarchy=request.chain,
+        method=request.method,
+        consistency=request.consistency,
+        merge=request.merge,
         accounting=acct,
         max_size=max_size,
         max_size_estimated=estimated,
@@ -329,10 +275,6 @@ def release_count_of_counts(
         timings=stages.done(time.perf_counter() - t_start),
         non_private=tuple(record.non_private),
     )
-
-
-def input_description(table: object) -> str:
-    return table if isinstance(table, str) else "<relation>"
 
 
 def _estimate_max_size(
@@ -347,8 +289,7 @@ def _estimate_max_size(
 
 
 def _record(
-    inputs: CocInputs,
-    input_table: str,
+    request: CountOfCountsRequest,
     acct: CountOfCountsAccounting,
     params: dict[str, Any],
     levels: Sequence[CocLevelStats],
@@ -369,9 +310,9 @@ def _record(
         eps.insert(0, acct.max_size_epsilon)
         sigma.insert(0, math.sqrt(2.0) * acct.max_size_scale)
     return ledger_row(
-        input_table=input_table,
-        output_table=inputs.output,
-        hierarchy={"chains": [list(inputs.chain)], "tree": "chain"},
+        input_table=request.input_description,
+        output_table=request.output,
+        hierarchy={"chains": [list(request.chain)], "tree": "chain"},
         tree="chain",
         domain_source=str(params["groups_table"]),
         mechanism=f"{KIND}:{params['method']}",
@@ -391,7 +332,7 @@ def _record(
         details={
             "kind": KIND,
             "levels": public_levels,
-            "levels_view": inputs.levels_view,
+            "levels_view": request.levels_view,
             "mechanism_params": params,
             "accounting": acct.as_dict(),
         },
