@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 
 from ._errors import InternalError
+from ._request import ReleaseRequest
 from ._version import __version__
+from .core.accounting import COMPOSES_IN_RHO, Accounting
+from .engines.base import Scan
 from .engines.records import DIAGNOSTICS_PREFIX, ReleaseRecord
 
-__all__ = ["LevelCosts", "ledger_row"]
+__all__ = ["LevelCosts", "ledger_row", "record_parameters", "request_row"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,65 @@ def ledger_row(
         non_private=list(non_private),
         library_version=__version__,
         details=json.dumps({**details, **diagnostics}, allow_nan=False, default=_json_default),
+    )
+
+
+def record_parameters(request: ReleaseRequest, accounting: Accounting) -> dict[str, Any]:
+    """The mechanism's own parameters (e.g. a threshold), derived from the accounting."""
+    parameters = request.mechanism.parameters
+    return {} if parameters is None else parameters(accounting)
+
+
+def request_row(
+    request: ReleaseRequest,
+    acct: Accounting,
+    tree: str,
+    input_table: str,
+    domain_source: str,
+    details: dict[str, Any],
+    scan: Scan,
+    non_private: list[str],
+    seconds: tuple[dict[str, float], Sequence[float]],
+) -> ReleaseRecord:
+    """The ledger row of a hierarchy or feature release (:func:`ledger_row`), ``tree`` its shape.
+    ``details`` holds what the mechanism did (per level or query), derived from noisy values
+    only; ``seconds`` the times per stage and per level (or query), kept with the input's
+    diagnostics where the public view of the row leaves them out."""
+    budget, spec, guarantee = request.budget, request.spec, request.guarantee
+    return ledger_row(
+        input_table=input_table,
+        output_table=request.output_description,
+        hierarchy=spec.as_dict(),
+        tree=tree,
+        domain_source=domain_source,
+        mechanism=request.mechanism.name,
+        guarantee=guarantee,
+        privacy=acct.privacy,
+        rho=budget.rho if guarantee in COMPOSES_IN_RHO else None,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        conversion=budget.conversion,
+        budget_given=budget.given,
+        contribution=acct.contribution,
+        distinct_records=acct.distinct,
+        privacy_unit=scan.privacy_unit,
+        levels=LevelCosts(
+            acct.level_names, acct.level_sensitivity, acct.level_rho, acct.level_sigma
+        ),
+        seeded=request.source.seeded,
+        non_private=non_private,
+        details={
+            "levels_view": request.levels_view,
+            "mechanism_params": record_parameters(request, acct),
+            **details,
+        },
+        diagnostics={
+            "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
+            "diagnostics: seconds (not private: they depend on the data)": {
+                "per_level": [round(t, 4) for t in seconds[1]],
+                "per_stage": {k: round(v, 4) for k, v in seconds[0].items()},
+            },
+        },
     )
 
 

@@ -168,6 +168,11 @@ class ReleaseRequest:
     check_ancestors: str = "full"
 
     @property
+    def kind(self) -> str:
+        """The release kind (:mod:`inftda_sql.kinds`) that runs this request: the mechanism's."""
+        return self.mechanism.kind
+
+    @property
     def tree(self) -> TreeSpec:
         """The hierarchy of a hierarchy release."""
         if not isinstance(self.spec, TreeSpec):

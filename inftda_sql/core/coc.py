@@ -62,6 +62,7 @@ over chunks, levels and the rounds of the proportional splits (one per piece of 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +91,7 @@ __all__ = [
     "estimate_level",
     "levels_from_leaves",
     "match_and_merge",
+    "truncate_sizes",
 ]
 
 #: how the levels are made consistent
@@ -580,6 +582,14 @@ def match_and_merge(
 
 # ---------------------------------------------------------------------------------------------
 # the whole release
+
+
+def truncate_sizes(level: CocLevel, max_size: int) -> CocLevel:
+    """The level with groups larger than ``max_size`` counted at ``max_size``."""
+    t = level.truth
+    return dataclasses.replace(
+        level, truth=Histograms.build(t.node, np.minimum(t.size, max_size), t.count)
+    )
 
 
 def count_of_counts(

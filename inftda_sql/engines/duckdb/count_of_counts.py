@@ -38,7 +38,7 @@ from ..._coc_request import CountOfCountsRequest
 from ..._errors import Arg, DomainError, InputDataError, Part, SpecError
 from ...core.accounting import Budget
 from ...core.arrays import I64
-from ...core.coc import CocLevel, Histograms
+from ...core.coc import CocLevel, Histograms, truncate_sizes
 from ...core.tree import ChainTree
 from . import compile as _compile
 from .catalog import (
@@ -53,12 +53,12 @@ from .catalog import (
     resolve_target,
 )
 from .domain import build_chain
-from .engine import check_targets
 from .ledger import (
     ReleaseRecord,
     check_budget,
 )
 from .sql import arrow, rows, run
+from .targets import check_targets
 from .write import begin_transaction, record_release
 
 __all__ = ["CocEngine", "truncate_sizes"]
@@ -399,11 +399,3 @@ def _with_empty_groups(level: CocLevel) -> CocLevel:
         np.concatenate((t.count, empty[nodes])),
     )
     return dataclasses.replace(level, truth=truth)
-
-
-def truncate_sizes(level: CocLevel, max_size: int) -> CocLevel:
-    """The level with groups larger than ``max_size`` counted at ``max_size``."""
-    t = level.truth
-    return dataclasses.replace(
-        level, truth=Histograms.build(t.node, np.minimum(t.size, max_size), t.count)
-    )
