@@ -42,6 +42,7 @@ class Release:
         seeded: True if noise came from a test seed (NOT a private release).
         non_private: reasons why this release is not private (empty for a private one).
         diagnostics: facts about the private input (NOT private).
+        kind: the release kind: ``hierarchy``, ``features`` or ``count_of_counts``.
         data: the released table (hierarchy or leaf columns and ``count``, as written) in the
             form ``return_as`` asked for: a pandas or polars DataFrame or an Arrow table; None
             when it was only written. :meth:`to_arrow`, :meth:`to_pandas` and :meth:`to_polars`
@@ -75,6 +76,9 @@ class Release:
     return_as: str | None = None
     released: pa.Table | None = field(default=None, repr=False, compare=False)
     """The released table as Arrow, when it was returned in memory (``return_as=``)."""
+    kind: str = "hierarchy"
+    """The release kind (:mod:`inftda_sql.kinds`): ``hierarchy``, ``features`` or
+    ``count_of_counts`` (a :class:`CountOfCountsRelease`, with what that kind adds)."""
 
     @property
     def is_private(self) -> bool:
@@ -132,7 +136,7 @@ class Release:
             "guarantee": self.guarantee,
             "mechanism_params": dict(self.mechanism_params),
             "budget": self.accounting.as_dict(),
-            "levels": [lv.as_dict() for lv in self.levels],
+            "levels": self._public_levels(),
             "total": self.total,
             "seeded": self.seeded,
             "non_private": list(self.non_private),
@@ -142,6 +146,10 @@ class Release:
                 "diagnostics": dict(self.diagnostics),
             },
         }
+
+    def _public_levels(self) -> list[dict[str, object]]:
+        """Per level, its public facts (never its seconds)."""
+        return [lv.as_dict() for lv in self.levels]
 
     #: the key of :meth:`as_dict` that holds what must not be published
     NOT_PRIVATE = "not private (for the data owner only)"
@@ -165,10 +173,10 @@ class Release:
 
     @property
     def _header(self) -> tuple[str, ...]:
-        return self._FEATURE_HEADER if isinstance(self.spec, FeatureSpec) else self._HEADER
+        return self._FEATURE_HEADER if self.kind == "features" else self._HEADER
 
     def _shape(self) -> str:
-        if isinstance(self.spec, FeatureSpec):
+        if isinstance(self.spec, FeatureSpec):  # a features release holds a FeatureSpec
             return f"{len(self.spec.features)} features, {self.spec.structure} structure"
         return f"{self.spec.tree} tree"
 
@@ -202,7 +210,7 @@ class Release:
             self._budget_line(),
         ]
         lines += text_table(self._header, self._level_rows(), left=1)
-        if self.levels_view and isinstance(self.spec, FeatureSpec):
+        if self.levels_view and self.kind == "features":
             lines.append(
                 f"every feature: SELECT * FROM {self.levels_view} WHERE feature = '<name>'"
             )
@@ -226,43 +234,61 @@ class Release:
         return f"{table}<p>{html.escape(self._timing_note())}</p>"
 
 
-@dataclass(frozen=True)
-class CountOfCountsRelease:
-    """What a count-of-counts release made and spent. Printing it gives a summary.
+@dataclass(frozen=True, kw_only=True)
+class CountOfCountsRelease(Release):
+    """A count-of-counts release: a :class:`Release` of kind ``count_of_counts``, with what the
+    kind adds. Printing it gives a summary.
 
     Attributes:
         output: the released table (region columns, ``size``, ``groups``; leaf rows > 0).
         levels_view: the view with every level (sums of the leaves), or None.
         release_id: its row in the ledger ``inftda_releases``.
-        accounting: epsilon, per-level epsilon and discrete Laplace scale.
+        accounting: epsilon, per-level epsilon and discrete Laplace scale (pure epsilon-DP:
+            a :class:`~inftda_sql.core.accounting.CountOfCountsAccounting`).
+        hierarchy: the region columns, coarse to fine.
+        method, consistency, merge: the estimator, how levels are made consistent, how.
         max_size: the largest size released (given, or estimated privately).
-        levels: per level: nodes, noised entries, scale, runs of groups kept.
+        max_size_estimated: whether ``max_size`` was estimated (with a share of epsilon).
+        levels: per level: nodes, noised entries, scale, runs of groups kept (and seconds,
+            NOT private).
+        total: the number of groups released (the public groups table's total).
         timings: seconds per stage (for the data owner; not recorded publicly).
         non_private: why this release is not private (empty for a private one).
     """
 
-    output: str
-    levels_view: str | None
-    release_id: int
-    input: str
+    # its accounting and levels are the kind's own (pure epsilon-DP per level, histograms of
+    # nodes): what a Release reads of them (as_dict, the summary) is overridden below
+    accounting: CountOfCountsAccounting  # type: ignore[assignment]
+    levels: tuple[CocLevelStats, ...]  # type: ignore[assignment]
     hierarchy: tuple[str, ...]
     method: str
     consistency: str
     merge: str
-    accounting: CountOfCountsAccounting
     max_size: int
     max_size_estimated: bool
-    levels: tuple[CocLevelStats, ...]
-    timings: dict[str, float] = field(default_factory=dict)
-    non_private: tuple[str, ...] = ()
+    guarantee: str = "pureDP"
+    kind: str = "count_of_counts"
+
+    def _public_levels(self) -> list[dict[str, object]]:
+        return [{k: v for k, v in lv.as_dict().items() if k != "seconds"} for lv in self.levels]
 
     @property
-    def is_private(self) -> bool:
-        return not self.non_private
+    def _header(self) -> tuple[str, ...]:
+        return ("level", "nodes of", "scale", "nodes", "noised", "runs", "s")
 
-    def relation(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        """The released table as a DuckDB relation."""
-        return con.table(self.output)
+    def _level_rows(self) -> list[tuple[str, ...]]:
+        return [
+            (
+                str(lv.level),
+                lv.name,
+                f"{lv.scale:.4g}",
+                f"{lv.nodes:,}",
+                f"{lv.noised_entries:,}",
+                f"{lv.runs:,}",
+                f"{lv.seconds:.2f}",
+            )
+            for lv in self.levels
+        ]
 
     def __str__(self) -> str:
         warn = f"NOT PRIVATE: {'; '.join(self.non_private)}\n" if self.non_private else ""
@@ -276,20 +302,7 @@ class CountOfCountsRelease:
             f"budget: epsilon={acct.epsilon:.6g} pure DP (counts as rho={acct.rho:.6g}); "
             f"max_size {self.max_size:,} ({how}); {sum(self.timings.values()):.2f} s",
         ]
-        rows = [
-            (
-                str(lv.level),
-                lv.name,
-                f"{lv.scale:.4g}",
-                f"{lv.nodes:,}",
-                f"{lv.noised_entries:,}",
-                f"{lv.runs:,}",
-                f"{lv.seconds:.2f}",
-            )
-            for lv in self.levels
-        ]
-        header = ("level", "nodes of", "scale", "nodes", "noised", "runs", "s")
-        lines += text_table(header, rows, left=1)
+        lines += text_table(self._header, self._level_rows(), left=1)
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
         return "\n".join(lines)

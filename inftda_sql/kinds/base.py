@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._errors import SpecError
-from .._result import CountOfCountsRelease, Release
+from .._result import Release
 from .._stages import Stages
 from ..engines.records import ReleaseRecord
 
@@ -41,9 +41,7 @@ class KindRun(Protocol):
         """Build the ledger row and write it with the output, atomically; the row as written."""
         ...
 
-    def result(
-        self, record: ReleaseRecord, timings: dict[str, float]
-    ) -> Release | CountOfCountsRelease:
+    def result(self, record: ReleaseRecord, timings: dict[str, float]) -> Release:
         """What the release made and spent."""
         ...
 

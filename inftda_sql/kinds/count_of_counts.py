@@ -27,6 +27,7 @@ from ..core.accounting import CountOfCountsAccounting
 from ..core.coc import CocLevel, CocLevelStats, CocResult, count_of_counts, truncate_sizes
 from ..core.noise import draw_discrete_laplace
 from ..core.rng import RandomSource
+from ..core.spec import parse_hierarchy
 from ..engines.base import CountOfCountsEngine
 from ..engines.records import ReleaseRecord
 from .base import KindRun, require
@@ -102,6 +103,11 @@ class _Run:
             levels_view=req.levels_view,
             release_id=record.release_id,
             input=req.input_description,
+            spec=parse_hierarchy([req.chain]),
+            mechanism=record.mechanism,
+            total=int(outcome.leaves.count.sum()),
+            seeded=req.source.seeded,
+            mechanism_params=self._parameters(),
             hierarchy=req.chain,
             method=req.method,
             consistency=req.consistency,

@@ -67,3 +67,25 @@ def test_one_pipeline_times_every_kind_with_the_same_stages(
     )
     assert set(coc.timings) == {"domain", "scan", "noise", "write", "other"}
     assert set(tree.timings) == {"domain", "scan", "topdown", "write", "other"}
+
+
+def test_one_result_type_for_every_kind(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        "CREATE TABLE hh AS SELECT * FROM (VALUES ('A', 'a1', 2), ('A', 'a2', 1)) t(s, c, n)"
+    )
+    con.execute(
+        "CREATE TABLE persons AS SELECT * FROM (VALUES (1, 'A', 'a1'), (1, 'A', 'a1'), "
+        "(2, 'A', 'a1'), (3, 'A', 'a2')) t(hid, s, c)"
+    )
+    coc = inftda_sql.release_count_of_counts(
+        con, "persons", group="hid", hierarchy=["s", "c"], groups="hh", epsilon=1.0, seed=1
+    )
+    tree = inftda_sql.release(con, "persons", hierarchy=["s", "c"], domain="hh", rho=1.0, seed=1)
+    assert isinstance(coc, inftda_sql.Release) and isinstance(tree, inftda_sql.Release)
+    assert (coc.kind, tree.kind) == ("count_of_counts", "hierarchy")
+    assert coc.total == 3  # the groups released: the public groups table's total
+    assert coc.mechanism == "count_of_counts:cumulative" and coc.guarantee == "pureDP"
+    public = coc.as_dict()
+    assert all("seconds" not in lv for lv in public["levels"])  # times only under NOT_PRIVATE
+    assert public["budget"]["epsilon"] == 1.0
+    assert "<p>" in coc._repr_html_() and str(coc).startswith("NOT PRIVATE: seeded noise")
