@@ -129,7 +129,7 @@ class _Run:
             mechanism_params=dict(outcome.parameters),
             return_as=req.return_as,
             released=self.released,
-            kind=KIND.name,
+            kind=req.kind,
         )
 
     def _mechanism_seconds(self) -> dict[str, float]:

@@ -121,6 +121,7 @@ class _Run:
             mechanism_params=record_parameters(req, acct),
             return_as=req.return_as,
             released=self.released,
+            kind=req.kind,
         )
 
     def _measured(self) -> tuple[Accounting, Scan]:
