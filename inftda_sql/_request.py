@@ -29,7 +29,13 @@ from .mechanisms import REGISTRY, FeatureMechanism, Mechanism, feature_mechanism
 from .mechanisms import get as get_mechanism
 from .mechanisms.base import Guarantee
 
-__all__ = ["CHECK_ANCESTORS", "ReleaseRequest", "check_int", "normalise_domains"]
+__all__ = [
+    "CHECK_ANCESTORS",
+    "ReleaseRequest",
+    "check_choice",
+    "check_int",
+    "normalise_domains",
+]
 
 #: the values of ``check_ancestors``: check the input's ancestor columns against the domain
 #: on every release (default), once per input version as DuckDB's catalog sees it, or never
@@ -60,6 +66,13 @@ def check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
     return int(value)
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, or a SpecError naming ``name`` and them."""
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(f"{name} must be one of {', '.join(choices)}; got {value!r}", param=name)
+    return value
 
 
 def normalise_domains(domain: object, spec: TreeSpec | FeatureSpec) -> list[object]:
@@ -153,6 +166,11 @@ class ReleaseRequest:
     source: RandomSource
     return_as: str | None = None
     check_ancestors: str = "full"
+
+    @property
+    def kind(self) -> str:
+        """The release kind (:mod:`inftda_sql.kinds`) that runs this request: the mechanism's."""
+        return self.mechanism.kind
 
     @property
     def tree(self) -> TreeSpec:

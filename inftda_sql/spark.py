@@ -37,8 +37,9 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
         "inftda_sql.spark needs pyspark (with pandas and pyarrow): pip install 'inftda-sql[spark]'"
     ) from exc
 
-from ._release import Release, run_release
+from ._pipeline import run_release
 from ._request import ReleaseRequest
+from ._result import Release
 from .core.tree import LevelStats
 from .engines.records import ReleaseRecord
 from .engines.spark.engine import SparkEngine
