@@ -99,7 +99,7 @@ class CountOfCountsRelease:
             + (f", {self.merge} merge" if self.consistency == "topdown" else "")
             + ")",
             f"budget: epsilon={acct.epsilon:.6g} pure DP (counts as rho={acct.rho:.6g}); "
-            f"max_size {self.max_size:,} ({how}); {sum(self.timings.values()):.2f} s",
+            f"max_size {self.max_size:,} ({how}); {sum(self.timings.values()):.2f} s*",
         ]
         rows = [
             (
@@ -113,11 +113,25 @@ class CountOfCountsRelease:
             )
             for lv in self.levels
         ]
-        header = ("level", "nodes of", "scale", "nodes", "noised", "runs", "s")
+        header = ("level", "nodes of", "scale", "nodes", "noised", "runs", "s*")
         lines += text_table(header, rows, left=1)
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
+        lines.append(
+            "* seconds depend on the private data: for the data owner only, never published"
+        )
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """One line of what may be shared; the times (NOT private) are left out."""
+        warn = f"NOT PRIVATE: {'; '.join(self.non_private)}; " if self.non_private else ""
+        how = "estimated privately" if self.max_size_estimated else "given"
+        return (
+            f"<CountOfCountsRelease #{self.release_id}: {warn}{self.input} -> {self.output} "
+            f"({self.method}, {self.consistency}); epsilon={self.accounting.epsilon:.6g} pure "
+            f"DP; max_size {self.max_size:,} ({how}); {len(self.levels)} levels; times left out "
+            "(not private, for the data owner only)>"
+        )
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:

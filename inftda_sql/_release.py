@@ -237,6 +237,18 @@ class Release:
         lines.append(self._timing_note())
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """One line of what may be shared; the times and the diagnostics about the input (NOT
+        private) are left out, and it says where they are (:meth:`as_dict`)."""
+        warn = f"NOT PRIVATE: {'; '.join(self.non_private)}; " if self.non_private else ""
+        out = self.output if self.output is not None else f"(in memory, {self.return_as})"
+        return (
+            f"<Release #{self.release_id}: {warn}{self.input} -> {out} ({self.mechanism}, "
+            f"{self._shape()}, {self.accounting.privacy} DP); {self._budget_line()}; "
+            f"{len(self.levels)} levels; times and diagnostics left out (not private, for the "
+            f"data owner only: as_dict()[{self.NOT_PRIVATE!r}])>"
+        )
+
     def _timing_note(self) -> str:
         return (
             f"* seconds ({sum(self.timings.values()):.2f} s in all) depend on the private data: "

@@ -65,7 +65,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -208,7 +208,7 @@ class CocLevelStats:
     noised_entries: int
     scale: float
     runs: int
-    seconds: float
+    seconds: float = field(repr=False)  # NOT private: never in the repr
 
     def as_dict(self) -> dict[str, object]:
         return {
