@@ -26,6 +26,7 @@ import numpy as np
 
 from ._errors import Arg, SpecError
 from ._release import _Stages
+from ._request import check_microdata
 from ._tables import text_table
 from ._version import __version__
 from .core.accounting import (
@@ -168,6 +169,7 @@ def release_count_of_counts(
     levels_view: bool = True,
     seed: int | None = None,
     budget_override: bool = False,
+    microdata: bool = False,
     chunk: int = DEFAULT_CHUNK,
     progress: Callable[[CocLevelStats], None] | None = None,
 ) -> CountOfCountsRelease:
@@ -208,6 +210,9 @@ def release_count_of_counts(
         seed: TESTS AND BENCHMARKS ONLY: reproducible noise; the release is recorded as not
             private.
         budget_override: release even if it exceeds the budget stored for the input.
+        microdata: True says every row is one person although the table has a numeric column
+            named like a count (``size``, ``persons``, ``n``...; refused otherwise, before any
+            noise, as it looks like a table of groups with their sizes).
         chunk: noisy entries held in memory at a time (the memory bound of the estimators).
         progress: called with each level's statistics as it completes.
 
@@ -278,6 +283,7 @@ def release_count_of_counts(
         output=output,
         levels_view=f"{output}_levels" if levels_view else None,
         overwrite=bool(overwrite),
+        microdata=check_microdata(microdata),
     )
     stages = _Stages()
     requested = Budget.from_args(rho=acct.rho)  # what it spends, for the stored budgets

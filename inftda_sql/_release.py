@@ -285,6 +285,7 @@ def release(
     distinct: bool = False,
     split: Sequence[float] | Mapping[str, float] | None = None,
     count: str | None = None,
+    microdata: bool = False,
     output: str | None = None,
     overwrite: bool = False,
     mechanism: str = "inftda",
@@ -350,7 +351,13 @@ def release(
             leaf cells. With m > 1 the root total is noised too (it is no longer public).
         split: per-level weights of rho (uniform by default); for CBDP per-feature weights of
             the budget, a list (one per noised feature) or ``{feature: weight}``.
-        count: name of the count column of a pre-aggregated input.
+        count: name of the count column of a pre-aggregated input (each row stands for that
+            many records). Without it every row is one record, and an input with a numeric
+            column named like a count (``count``, ``n``, ``people``, ``n_trips``, ... see
+            :data:`~inftda_sql.engines.checks.COUNT_WORDS`) that the release does not use is
+            refused before any noise, as it looks pre-aggregated.
+        microdata: True says every row is one record although the input has such a column
+            (an attribute, e.g. a person's ``household_size``): it is then not refused.
         output: output table (default ``<table>_private``, for a file ``<file name>_private``);
             ``overwrite=True`` replaces it. With ``return_as=`` and no ``output`` nothing is
             written but the ledger row (in memory only; a feature release always writes its
@@ -434,6 +441,7 @@ def release(
         max_cells=max_cells,
         return_as=return_as,
         check_ancestors=check_ancestors,
+        microdata=microdata,
     )
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
     with Scope():  # Ctrl-C after the commit waits for the cleanup (see _interrupts)
@@ -688,8 +696,14 @@ def _record(
             {
                 "levels_view": request.levels_view,
                 "mechanism_params": record_parameters(request, acct),
+                # how the input was read: evaluate() reads the truth the same way
+                "count": request.count,
+                "microdata": request.microdata,
                 **details,
-                "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
+                "diagnostics (not private, for the data owner only)": {
+                    **scan.diagnostics,
+                    "total_read": scan.total,  # evaluate() checks its truth against it
+                },
                 "diagnostics: seconds (not private: they depend on the data)": {
                     "per_level": [round(t, 4) for t in seconds[1]],
                     "per_stage": {k: round(v, 4) for k, v in seconds[0].items()},

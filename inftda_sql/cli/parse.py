@@ -147,7 +147,7 @@ RELEASE_KEYS = frozenset({
     "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
     "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
     "features", "structure", "weights",
-    "check_ancestors",
+    "check_ancestors", "microdata",
 })  # fmt: skip
 #: keys of a release config that are no keyword of release(): the file's own spelling of flags
 CONFIG_ONLY_KEYS = frozenset({"domain_columns"})
@@ -201,7 +201,7 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, key)
         if value is not None:
             options[key] = value
-    for key in ("overwrite", "distinct", "domain_from_data", "budget_override"):
+    for key in ("overwrite", "distinct", "domain_from_data", "budget_override", "microdata"):
         if getattr(args, key):
             options[key] = True
     if args.no_levels_view:
@@ -245,7 +245,7 @@ def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, key)
         if value is not None:
             options[key] = value
-    for key in ("overwrite", "budget_override"):
+    for key in ("overwrite", "budget_override", "microdata"):
         if getattr(args, key):
             options[key] = True
     if args.no_levels_view:
@@ -417,6 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_domain(r)
     _add_budget(r, privacy_unit=True)
     r.add_argument("--count", help="count column of a pre-aggregated input")
+    r.add_argument(
+        "--microdata",
+        action="store_true",
+        help="every row is one record, although a numeric column is named like a count",
+    )
     r.add_argument("--output", help="output table (default <table>_private)")
     r.add_argument("--overwrite", action="store_true", help="replace the output table")
     r.add_argument("--mechanism", choices=list(REGISTRY))
@@ -488,6 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="release even if the input's stored budget would be exceeded (recorded)",
     )
     c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
+    c.add_argument(
+        "--microdata",
+        action="store_true",
+        help="every row is one person, although a numeric column is named like a count",
+    )
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"

@@ -39,6 +39,7 @@ from ...core.accounting import Budget
 from ...core.arrays import I64
 from ...core.coc import CocLevel, Histograms
 from ...core.tree import ChainTree
+from ..checks import check_not_aggregated, looks_like_count
 from . import compile as _compile
 from .catalog import (
     Source,
@@ -50,6 +51,7 @@ from .catalog import (
     join_type,
     resolve_source,
     resolve_target,
+    type_family,
 )
 from .domain import build_chain
 from .engine import check_targets
@@ -76,6 +78,7 @@ class CocInputs:
     output: str
     levels_view: str | None
     overwrite: bool
+    microdata: bool = False
 
 
 class CocEngine:
@@ -168,6 +171,7 @@ class CocEngine:
             check_scalar_type(src, col, "hierarchy column", InputDataError)
         if inp.group.lower() in {c.lower() for c in inp.chain}:
             raise SpecError(f"group column {inp.group!r} is also a hierarchy column", param="group")
+        self._check_not_aggregated(src)
         for col in inp.chain:
             groups.column(col, "hierarchy column of the groups table", DomainError)
             check_scalar_type(groups, col, "hierarchy column of the groups table", DomainError)
@@ -186,6 +190,30 @@ class CocEngine:
             column = others[0]
         stored, _ = count_column(groups, column, "groups column")
         self._groups_column = stored
+
+    def _check_not_aggregated(self, src: Source) -> None:
+        """A persons table is one row per person: one with a numeric column named like a count
+        (``persons``, ``size``, ``n``...) looks like a table of groups with their sizes, which
+        would be counted as groups of one. Refused from the schema, before any noise."""
+        numeric = [
+            (src.names[k], t)
+            for k, t in src.columns.items()
+            if type_family(t) in ("integer", "fractional")
+        ]
+        found = [n for n, _ in numeric if looks_like_count(n)] or ["n"]
+        table = self.inputs.table if isinstance(self.inputs.table, str) else "<table>"
+        check_not_aggregated(
+            numeric,
+            [self.inputs.group, *self.inputs.chain],
+            count=None,
+            microdata=self.inputs.microdata,
+            description=f"the persons table {src.description}",
+            fix=(
+                "A count-of-counts release reads one row per person: if each row stands for "
+                "that many persons, expand it first (CREATE VIEW persons AS SELECT t.* EXCLUDE "
+                f"({found[0]}) FROM {table} t, range(t.{found[0]})); ",
+            ),
+        )
 
     def domain(self) -> tuple[ChainTree, I64]:
         """Code the groups table as the public domain; the public number of groups per leaf."""

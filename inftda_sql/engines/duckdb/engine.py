@@ -24,6 +24,7 @@ from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
+from ..checks import check_not_aggregated
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
@@ -41,6 +42,7 @@ from .catalog import (
     reads_view,
     resolve_source,
     resolve_target,
+    type_family,
 )
 from .domain import CodedChain, build_chain, chain_source
 from .ledger import (
@@ -204,6 +206,7 @@ class DuckDBEngine:
                 raise SpecError(
                     f"count column {req.count!r} is also a hierarchy column", param="count"
                 )
+        self._check_not_aggregated(spec.columns)
         for c, chain in enumerate(spec.chains):
             role = self._domain_role(c)
             if req.domains is None:
@@ -227,6 +230,22 @@ class DuckDBEngine:
                     for col in chain
                 ]
             )
+
+    def _check_not_aggregated(self, used: Sequence[str]) -> None:
+        """Refuse an input that looks pre-aggregated when no count column was given: from its
+        schema only, before any noise (:func:`..checks.check_not_aggregated`)."""
+        req, inp = self.request, self.input
+        check_not_aggregated(
+            [
+                (inp.names[k], t)
+                for k, t in inp.columns.items()
+                if type_family(t) in ("integer", "fractional")
+            ],
+            [*used, *([req.privacy_unit] if req.privacy_unit else [])],
+            count=req.count,
+            microdata=req.microdata,
+            description=f"the input {inp.description}",
+        )
 
     def code_domains(self) -> list[ChainTree]:
         spec, req = self.request.tree, self.request
@@ -373,6 +392,7 @@ class DuckDBEngine:
             self._count, self._count_is_integer = count_column(inp, req.count)
             if req.count.lower() in {c.lower() for c in spec.leaf.columns}:
                 raise SpecError(f"count column {req.count!r} is also a leaf column", param="count")
+        self._check_not_aggregated(spec.columns)
         if req.domains is None:
             for col in spec.columns:
                 inp.column(col, "feature column (the domain is taken from the data)")
