@@ -211,8 +211,8 @@ def evaluate_count_of_counts(
     released: str | duckdb.DuckDBPyRelation,
     /,
     *,
-    group: str,
-    hierarchy: Sequence[str],
+    group: str | None = None,
+    hierarchy: Sequence[str] | None = None,
     groups: str | duckdb.DuckDBPyRelation | None = None,
     groups_column: str = "groups",
     released_size: str = "size",
@@ -231,8 +231,10 @@ def evaluate_count_of_counts(
         con: the connection holding both tables.
         truth: the persons table (one row per person) of the release.
         released: the released table (``release_count_of_counts``'s output).
-        group: the group column of ``truth``.
-        hierarchy: the region columns of the release, coarse to fine.
+        group: the group column of ``truth``; None: the group column of the release the
+            ledger records as written to ``released``.
+        hierarchy: the region columns of the release, coarse to fine; None: from the ledger,
+            as ``group``.
         groups: the groups table, when groups may be empty (``min_size=0``): its groups that
             the truth does not hold count as groups of size 0.
         groups_column: the column of ``groups`` holding the number of groups.
@@ -253,6 +255,23 @@ def evaluate_count_of_counts(
         ...     hierarchy=["state", "county"]).project("level, mean_emd").fetchall()
         [(0, 1.0), (1, 1.0), (2, 0.5)]
     """
+    if group is None or hierarchy is None:
+        recorded = recorded_release(con, released)
+        if recorded is None or recorded.kind != "count_of_counts":
+            what = "not a count-of-counts release in the ledger"
+            missing = "group" if group is None else "hierarchy"
+            raise SpecError(
+                f"{released!r} is {what}, so its settings cannot come from there: pass ",
+                Arg("group"),
+                " and ",
+                Arg("hierarchy"),
+                param=missing,
+            )
+        group = recorded.group if group is None else group
+        if hierarchy is None and recorded.chains:
+            hierarchy = recorded.chains[0]
+    if not isinstance(group, str):
+        raise SpecError(f"group must be a column name, got {group!r}", param="group")
     spec = parse_hierarchy(hierarchy)
     if len(spec.chains) != 1:
         raise SpecError("a count-of-counts release has one chain of region columns")

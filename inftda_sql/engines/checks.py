@@ -4,7 +4,7 @@ error reads the same on DuckDB and on Spark."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +19,7 @@ __all__ = [
     "check_not_aggregated",
     "empty_domain",
     "looks_like_count",
+    "reversal_hint",
     "too_large",
 ]
 
@@ -129,4 +130,43 @@ def check_not_aggregated(
         "if every row is one record (the column is an attribute) pass ",
         Arg("microdata", True),
         param="count",
+    )
+
+
+def _fine_to_coarse(paths: pa.Table) -> bool:
+    """Whether a chain's paths look listed fine to coarse: the first column has more distinct
+    values than the last (a parent level has fewer nodes than its children)."""
+    if paths.num_columns < 2:
+        return False
+    n_first = pc.count_distinct(paths.column(0)).as_py()
+    n_last = pc.count_distinct(paths.column(paths.num_columns - 1)).as_py()
+    return bool(n_first > n_last)
+
+
+def reversal_hint(
+    paths: pa.Table,
+    index: int,
+    hierarchy: Sequence[Sequence[str]],
+    read: Callable[[int], pa.Table | None] = lambda _: None,
+) -> tuple[Part, ...]:
+    """The fix for chain ``index`` of ``hierarchy`` whose domain (``paths``, one column per
+    level) is not nested because it was given fine to coarse, or nothing. The hierarchy it
+    suggests reverses every chain that looks fine to coarse, not only this one: ``read(j)``
+    gives chain ``j``'s domain paths (None when it cannot say). Counts of distinct values are
+    not printed (the domain may come from the data)."""
+    chain = hierarchy[index]
+    if not _fine_to_coarse(paths):
+        return ()
+    fixed = [list(c) for c in hierarchy]
+    for j, other in enumerate(hierarchy):
+        if j == index:
+            fixed[j] = list(reversed(chain))
+        elif len(other) > 1:
+            other_paths = read(j)
+            if other_paths is not None and _fine_to_coarse(other_paths):
+                fixed[j] = list(reversed(other))
+    return (
+        f"the columns look listed fine to coarse ({chain[0]!r} has more distinct values than "
+        f"{chain[-1]!r}); reverse them, coarse to fine: ",
+        Arg("hierarchy", fixed if len(fixed) > 1 else fixed[0]),
     )

@@ -320,6 +320,22 @@ MISTAKES = [
         "FROM geo",
     ),
     Mistake(
+        "both chains given fine to coarse",
+        lambda con, _: inftda_sql.release(
+            con,
+            "od_micro",
+            hierarchy=[["o_mun", "o_reg"], ["d_mun", "d_prov", "d_reg"]],
+            domain=["geo_o", "geo_d"],
+            rho=1.0,
+        ),
+        "release {db} od_micro --hierarchy o_mun,o_reg --hierarchy d_mun,d_prov,d_reg "
+        "--domain geo_o --domain geo_d --rho 1",
+        inftda_sql.DomainError,
+        ["domain of chain 1 is not nested", "look listed fine to coarse"],
+        ["hierarchy=[['o_reg', 'o_mun'], ['d_reg', 'd_prov', 'd_mun']]"],
+        ["--hierarchy o_reg,o_mun --hierarchy d_reg,d_prov,d_mun"],
+    ),
+    Mistake(
         "a file too new for the requested storage version",
         lambda con, d: _too_new(d / "other.duckdb"),
         "release {db} persons {geo} --storage-version v1.0.0",

@@ -262,6 +262,7 @@ class DuckDBEngine:
                 self._domain_role(c),
                 spec.chains,
                 source=source,
+                domains=list(zip(self._domain_sql, self._domain_types, strict=True)),
                 definitions=(
                     ()
                     if source is None

@@ -260,7 +260,16 @@ class SparkEngine:
             types = [inp.types[col.lower()] for col in chain]
             frame = self._domain_frames[c].toDF(*chain)
             self._chains.append(
-                build_chain(self.spark, c, frame, chain, types, self._domain_role(c))
+                build_chain(
+                    self.spark,
+                    c,
+                    frame,
+                    chain,
+                    types,
+                    self._domain_role(c),
+                    spec.chains,
+                    [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)],
+                )
             )
         return [ch.tree for ch in self._chains]
 
