@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ._errors import Arg, SpecError
-from ._request import check_choice, check_int
+from ._request import check_choice, check_int, check_microdata
 from .core.accounting import (
     COC_METHODS,
     Budget,
@@ -52,6 +52,7 @@ class CountOfCountsRequest:
     overwrite: bool
     budget_override: bool
     chunk: int
+    microdata: bool = False
 
     @property
     def budget(self) -> Budget:
@@ -96,6 +97,7 @@ class CountOfCountsRequest:
         seed: int | None,
         budget_override: bool,
         chunk: object,
+        microdata: object = False,
     ) -> CountOfCountsRequest:
         """Check every argument that needs no database, in the order a user reads them."""
         spec = parse_hierarchy(hierarchy)
@@ -155,4 +157,5 @@ class CountOfCountsRequest:
             overwrite=bool(overwrite),
             budget_override=bool(budget_override),
             chunk=held,
+            microdata=check_microdata(microdata),
         )

@@ -57,6 +57,7 @@ def release_count_of_counts(
     chunk: int = DEFAULT_CHUNK,
     progress: Callable[[CocLevelStats], None] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    microdata: bool = False,
 ) -> CountOfCountsRelease:
     """Release private hierarchical count-of-counts histograms (Kuo et al., VLDB 2018).
 
@@ -99,6 +100,9 @@ def release_count_of_counts(
         progress: called with each level's statistics as it completes.
         timeout: seconds to keep retrying the write when other writers change the database at
             the same moment (as :func:`~inftda_sql.release`'s; None or 0: fail at once).
+        microdata: True says every row is one person although the table has a numeric column
+            named like a count (``size``, ``persons``, ``n``...; refused otherwise, before any
+            noise, as it looks like a table of groups with their sizes).
 
     Returns:
         A :class:`CountOfCountsRelease`.
@@ -138,6 +142,7 @@ def release_count_of_counts(
         seed=seed,
         budget_override=budget_override,
         chunk=chunk,
+        microdata=microdata,
     )
     with write_timeout(timeout), DuckDBEngine(con, request) as engine:
         return run_release(engine, request, progress, t_start)

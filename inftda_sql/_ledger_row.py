@@ -146,10 +146,16 @@ def request_row(
         details={
             "levels_view": request.levels_view,
             "mechanism_params": record_parameters(request, acct),
+            # how the input was read: evaluate() reads the truth the same way
+            "count": request.count,
+            "microdata": request.microdata,
             **details,
         },
         diagnostics={
-            "diagnostics (not private, for the data owner only)": dict(scan.diagnostics),
+            "diagnostics (not private, for the data owner only)": {
+                **scan.diagnostics,
+                "total_read": scan.total,  # evaluate() checks its truth against it
+            },
             "diagnostics: seconds (not private: they depend on the data)": {
                 "per_level": [round(t, 4) for t in seconds[1]],
                 "per_stage": {k: round(v, 4) for k, v in seconds[0].items()},

@@ -49,6 +49,7 @@ def release(
     distinct: bool = False,
     split: Sequence[float] | Mapping[str, float] | None = None,
     count: str | None = None,
+    microdata: bool = False,
     output: str | None = None,
     overwrite: bool = False,
     mechanism: str = "inftda",
@@ -115,7 +116,13 @@ def release(
             leaf cells. With m > 1 the root total is noised too (it is no longer public).
         split: per-level weights of rho (uniform by default); for CBDP per-feature weights of
             the budget, a list (one per noised feature) or ``{feature: weight}``.
-        count: name of the count column of a pre-aggregated input.
+        count: name of the count column of a pre-aggregated input (each row stands for that
+            many records). Without it every row is one record, and an input with a numeric
+            column named like a count (``count``, ``n``, ``people``, ``n_trips``, ... see
+            :data:`~inftda_sql.engines.checks.COUNT_WORDS`) that the release does not use is
+            refused before any noise, as it looks pre-aggregated.
+        microdata: True says every row is one record although the input has such a column
+            (an attribute, e.g. a person's ``household_size``): it is then not refused.
         output: output table (default ``<table>_private``, for a file ``<file name>_private``);
             ``overwrite=True`` replaces it. With ``return_as=`` and no ``output`` nothing is
             written but the ledger row (in memory only; a feature release always writes its
@@ -203,6 +210,7 @@ def release(
         max_cells=max_cells,
         return_as=return_as,
         check_ancestors=check_ancestors,
+        microdata=microdata,
     )
     timeout = check_timeout(timeout)
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C

@@ -34,6 +34,7 @@ __all__ = [
     "ReleaseRequest",
     "check_choice",
     "check_int",
+    "check_microdata",
     "normalise_domains",
 ]
 
@@ -73,6 +74,22 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise SpecError(f"{name} must be one of {', '.join(choices)}; got {value!r}", param=name)
     return value
+
+
+def check_microdata(microdata: object, count: object = None) -> bool:
+    """``microdata`` must be a bool, and not True with a count column: one says every row is one
+    record, the other that each row stands for ``count`` records."""
+    if not isinstance(microdata, bool):
+        raise SpecError(f"microdata must be True or False, got {microdata!r}", param="microdata")
+    if microdata and count is not None:
+        raise SpecError(
+            Arg("count", count),
+            " says each row stands for that many records, ",
+            Arg("microdata", True),
+            " that every row is one record: pass one of them",
+            param="microdata",
+        )
+    return microdata
 
 
 def normalise_domains(domain: object, spec: TreeSpec | FeatureSpec) -> list[object]:
@@ -166,6 +183,7 @@ class ReleaseRequest:
     source: RandomSource
     return_as: str | None = None
     check_ancestors: str = "full"
+    microdata: bool = False
 
     @property
     def kind(self) -> str:
@@ -246,6 +264,7 @@ class ReleaseRequest:
         max_cells: object,
         return_as: object = None,
         check_ancestors: object = "full",
+        microdata: object = False,
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them.
 
@@ -297,6 +316,7 @@ class ReleaseRequest:
                 f"{check_ancestors!r}",
                 param="check_ancestors",
             )
+        check_microdata(microdata, count)
         if domain is None and not domain_from_data:
             raise DomainError(*NO_DOMAIN, param="domain")
         if domain is not None and domain_from_data:
@@ -377,6 +397,7 @@ class ReleaseRequest:
             source=source,
             return_as=None if return_as is None else str(return_as),
             check_ancestors=str(check_ancestors),
+            microdata=bool(microdata),
         )
 
     def account(self, chains: Sequence[ChainTree] | None = None) -> Accounting:

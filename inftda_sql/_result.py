@@ -204,6 +204,18 @@ class Release:
         lines.append(self._timing_note())
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """One line of what may be shared; the times and the diagnostics about the input (NOT
+        private) are left out, and it says where they are (:meth:`as_dict`)."""
+        warn = f"NOT PRIVATE: {'; '.join(self.non_private)}; " if self.non_private else ""
+        out = self.output if self.output is not None else f"(in memory, {self.return_as})"
+        return (
+            f"<Release #{self.release_id}: {warn}{self.input} -> {out} ({self.mechanism}, "
+            f"{self._shape()}, {self.accounting.privacy} DP); {self._budget_line()}; "
+            f"{len(self.levels)} levels; times and diagnostics left out (not private, for the "
+            f"data owner only: as_dict()[{self.NOT_PRIVATE!r}])>"
+        )
+
     def _timing_note(self) -> str:
         return (
             f"* seconds ({sum(self.timings.values()):.2f} s in all) depend on the private data: "
@@ -259,7 +271,7 @@ class CountOfCountsRelease(Release):
 
     @property
     def _header(self) -> tuple[str, ...]:
-        return ("level", "nodes of", "scale", "nodes", "noised", "runs", "s")
+        return ("level", "nodes of", "scale", "nodes", "noised", "runs", "s*")
 
     def _level_rows(self) -> list[tuple[str, ...]]:
         return [
@@ -285,9 +297,23 @@ class CountOfCountsRelease(Release):
             + (f", {self.merge} merge" if self.consistency == "topdown" else "")
             + ")",
             f"budget: epsilon={acct.epsilon:.6g} pure DP (counts as rho={acct.rho:.6g}); "
-            f"max_size {self.max_size:,} ({how}); {sum(self.timings.values()):.2f} s",
+            f"max_size {self.max_size:,} ({how}); {sum(self.timings.values()):.2f} s*",
         ]
         lines += text_table(self._header, self._level_rows(), left=1)
         if self.levels_view:
             lines.append(f"every level: SELECT * FROM {self.levels_view} WHERE level = <n>")
+        lines.append(
+            "* seconds depend on the private data: for the data owner only, never published"
+        )
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """One line of what may be shared; the times (NOT private) are left out."""
+        warn = f"NOT PRIVATE: {'; '.join(self.non_private)}; " if self.non_private else ""
+        how = "estimated privately" if self.max_size_estimated else "given"
+        return (
+            f"<CountOfCountsRelease #{self.release_id}: {warn}{self.input} -> {self.output} "
+            f"({self.method}, {self.consistency}); epsilon={self.accounting.epsilon:.6g} pure "
+            f"DP; max_size {self.max_size:,} ({how}); {len(self.levels)} levels; times left out "
+            "(not private, for the data owner only)>"
+        )

@@ -67,6 +67,7 @@ def release(
     distinct: bool = False,
     split: Sequence[float] | None = None,
     count: str | None = None,
+    microdata: bool = False,
     output: str | None = None,
     overwrite: bool = False,
     mechanism: str = "inftda",
@@ -117,6 +118,7 @@ def release(
         budget_override=budget_override,
         levels_view=levels_view,
         max_cells=max_cells,
+        microdata=microdata,
     )
     with SparkEngine(spark, request, scratch=scratch) as engine:
         return run_release(engine, request, progress, t_start)

@@ -373,3 +373,38 @@ def test_baselines_seeded_equal_duckdb(spark: Any, sdb: str, mechanism: str) -> 
         mechanism=mechanism,
     )  # fmt: skip
     _check_same(spark, con, duck, sk)
+
+
+def test_a_table_of_counts_without_count_and_reversed_chains_teach_as_on_duckdb(
+    spark: Any, sdb: str
+) -> None:
+    """A numeric column named like a count, no count=: refused before any noise, with the fix
+    (count= or microdata=True), as on DuckDB; both chains given fine to coarse: the hint
+    reverses both (issue 23, items 3 and 6)."""
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('N', 'a', 'X', 'x', 4), ('S', 'c', 'X', 'y', 2)) "
+        "v(o_r, o_c, d_r, d_c, people)"
+    ).fetchall()
+    _to_spark(spark, con, "SELECT * FROM t", "t")
+    dom_o = {"o_r": ["N", "N", "S"], "o_c": ["a", "b", "c"]}
+    dom_d = {"d_r": ["X", "X", "Y"], "d_c": ["x", "y", "z"]}
+    one = {"hierarchy": ["o_r", "o_c"], "domain": dom_o, "rho": 1.0}
+    for release, target in ((inftda_sql.release, con), (inftda_sql.spark.release, spark)):
+        with pytest.raises(InputDataError, match="numeric column 'people'") as info:
+            release(target, "t", **one)
+        assert "count='people'" in str(info.value) and "microdata=True" in str(info.value)
+        reversed_both = {
+            "hierarchy": [["o_c", "o_r"], ["d_c", "d_r"]],
+            "domain": [dom_o, dom_d],
+            "count": "people",
+            "rho": 1.0,
+        }
+        with pytest.raises(DomainError, match="fine to coarse") as info:
+            release(target, "t", **reversed_both)
+        assert "hierarchy=[['o_r', 'o_c'], ['d_r', 'd_c']]" in str(info.value)
+    assert not spark.catalog.tableExists("t_private")
+    r = inftda_sql.spark.release(spark, "t", microdata=True, **{**one, "rho": INF})
+    assert r.total == 2  # one record per row, as the caller said

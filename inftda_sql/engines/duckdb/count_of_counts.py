@@ -40,6 +40,7 @@ from ...core.accounting import Budget, Guarantee
 from ...core.arrays import I64
 from ...core.coc import CocLevel, Histograms, truncate_sizes
 from ...core.tree import ChainTree
+from ..checks import check_not_aggregated, looks_like_count
 from . import compile as _compile
 from .catalog import (
     Source,
@@ -51,6 +52,7 @@ from .catalog import (
     join_type,
     resolve_source,
     resolve_target,
+    type_family,
 )
 from .domain import build_chain
 from .ledger import (
@@ -172,6 +174,31 @@ class CocEngine:
             column = others[0]
         stored, _ = count_column(groups, column, "groups column")
         self._groups_column = stored
+        self._check_not_aggregated(src)
+
+    def _check_not_aggregated(self, src: Source) -> None:
+        """A persons table is one row per person: one with a numeric column named like a count
+        (``persons``, ``size``, ``n``...) looks like a table of groups with their sizes, which
+        would be counted as groups of one. Refused from the schema, before any noise."""
+        numeric = [
+            (src.names[k], t)
+            for k, t in src.columns.items()
+            if type_family(t) in ("integer", "fractional")
+        ]
+        found = [n for n, _ in numeric if looks_like_count(n)] or ["n"]
+        table = self.request.table if isinstance(self.request.table, str) else "<table>"
+        check_not_aggregated(
+            numeric,
+            [self.request.group, *self.request.chain],
+            count=None,
+            microdata=self.request.microdata,
+            description=f"the persons table {src.description}",
+            fix=(
+                "A count-of-counts release reads one row per person: if each row stands for "
+                "that many persons, expand it first (CREATE VIEW persons AS SELECT t.* EXCLUDE "
+                f"({found[0]}) FROM {table} t, range(t.{found[0]})); ",
+            ),
+        )
 
     def domain(self) -> tuple[ChainTree, I64]:
         """Code the groups table as the public domain; the public number of groups per leaf."""

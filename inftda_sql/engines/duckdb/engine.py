@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 
 import duckdb
@@ -24,6 +25,7 @@ from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
+from ..checks import check_not_aggregated
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
@@ -38,6 +40,7 @@ from .catalog import (
     join_type,
     resolve_source,
     resolve_target,
+    type_family,
 )
 from .count_of_counts import CocEngine
 from .domain import CodedChain, build_chain, chain_source
@@ -210,6 +213,7 @@ class DuckDBEngine:
                 raise SpecError(
                     f"count column {req.count!r} is also a hierarchy column", param="count"
                 )
+        self._check_not_aggregated(spec.columns)
         for c, chain in enumerate(spec.chains):
             role = self._domain_role(c)
             if req.domains is None:
@@ -234,6 +238,22 @@ class DuckDBEngine:
                 ]
             )
 
+    def _check_not_aggregated(self, used: Sequence[str]) -> None:
+        """Refuse an input that looks pre-aggregated when no count column was given: from its
+        schema only, before any noise (:func:`..checks.check_not_aggregated`)."""
+        req, inp = self.request, self.input
+        check_not_aggregated(
+            [
+                (inp.names[k], t)
+                for k, t in inp.columns.items()
+                if type_family(t) in ("integer", "fractional")
+            ],
+            [*used, *([req.privacy_unit] if req.privacy_unit else [])],
+            count=req.count,
+            microdata=req.microdata,
+            description=f"the input {inp.description}",
+        )
+
     def code_domains(self) -> list[ChainTree]:
         spec, req = self.request.tree, self.request
         self._coded = []
@@ -249,6 +269,7 @@ class DuckDBEngine:
                 self._domain_role(c),
                 spec.chains,
                 source=source,
+                domains=list(zip(self._domain_sql, self._domain_types, strict=True)),
                 definitions=(
                     ()
                     if source is None
@@ -379,6 +400,7 @@ class DuckDBEngine:
             self._count, self._count_is_integer = count_column(inp, req.count)
             if req.count.lower() in {c.lower() for c in spec.leaf.columns}:
                 raise SpecError(f"count column {req.count!r} is also a leaf column", param="count")
+        self._check_not_aggregated(spec.columns)
         if req.domains is None:
             for col in spec.columns:
                 inp.column(col, "feature column (the domain is taken from the data)")
