@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
+from ..._errors import Arg, DomainError, InputDataError, SpecError
 from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
@@ -24,6 +24,7 @@ from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
+from ..checks import check_domain_not_input, check_not_read, check_not_reserved, check_output_free
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
@@ -161,18 +162,13 @@ class DuckDBEngine:
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that reads what the input reads (the same table or file) would take the
         categories from the private data while the release is recorded as private: refused."""
-        private = {k.lower() for k in self.input.resolved.keys}
-        for c, dom in enumerate(self._domains):
-            shared = [k for k in dom.resolved.keys if k.lower() in private]
-            if shared:
-                raise DomainError(
-                    f"the {self._domain_role(c)} ({dom.description}) reads {shared[0]}, which the "
-                    "input reads too: its categories would come from the private data. Pass the "
-                    "PUBLIC geography, or ",
-                    Arg("domain_from_data", True),
-                    " (recorded as not private)",
-                    param="domain",
-                )
+        check_domain_not_input(
+            self.input.resolved.keys,
+            [
+                (self._domain_role(c), dom.description, dom.resolved.keys)
+                for c, dom in enumerate(self._domains)
+            ],
+        )
 
     def _domain_role(self, index: int) -> str:
         spec, domains = self.request.spec, self.request.domains or []
@@ -489,22 +485,12 @@ def check_targets(
     for target in targets:
         if target is None:
             continue
-        if is_library_name(target.ref.name):
-            raise SpecError(
-                f"{target.spelling!r} is a name inftda_sql keeps for its own bookkeeping "
-                f"({', '.join(LIBRARY_TABLES)} and names starting with __inftda); choose "
-                "another ",
-                Arg("output"),
-                param="output",
-            )
-        for ref, role in protected:
-            if target.ref.same(ref):
-                raise SpecError(
-                    f"{target.spelling!r} is {role} ({ref}); writing the release there would "
-                    "destroy what it reads: choose another ",
-                    Arg("output"),
-                    param="output",
-                )
+        check_not_reserved(target.spelling, is_library_name(target.ref.name), LIBRARY_TABLES)
+        check_not_read(
+            target.spelling,
+            target.ref.folded,
+            [(ref.folded, str(ref), role) for ref, role in protected],
+        )
         if target.existing == "table":
             if budgets is None:
                 budgets = set(stored_budgets(con))
@@ -516,15 +502,7 @@ def check_targets(
                     Arg("output"),
                     param="output",
                 )
-        if target.existing is not None and not overwrite:
-            raise OutputExistsError(
-                f"{target.spelling!r} already exists; pass ",
-                Arg("overwrite", True),
-                " to replace it or choose another ",
-                Arg("output"),
-                " name",
-                param="output",
-            )
+        check_output_free(target.spelling, target.existing is not None, overwrite)
         if target.existing == "view" and reads_view(con, target.ref, [src.sql for src, _ in named]):
             raise SpecError(
                 f"{target.spelling!r} is a view that the input or a domain reads; replacing "
