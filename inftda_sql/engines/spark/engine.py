@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -31,7 +32,7 @@ from .catalog import (
     resolve_source,
 )
 from .domain import CodedChain, build_chain
-from .ledger import BUDGET_TABLE, LEDGER_TABLE, check_budget, namespace_of
+from .ledger import BUDGET_TABLE, LEDGER_TABLE, FileLedger, Reservation, open_ledger
 from .scan import level_counts, scan
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
 from .write import decode, with_base_tables, write_release
@@ -52,15 +53,24 @@ class SparkEngine:
 
     ``scratch`` is a folder every executor can write (HDFS, an object store, a shared disk; the
     warehouse by default) for the survivors of every level; it is removed when the release ends.
-    Use the engine as a context manager.
+    ``ledger`` is the ledger folder (:func:`~.ledger.ledger_location`). Use the engine as a
+    context manager.
     """
 
     def __init__(
-        self, spark: SparkSession, request: ReleaseRequest, *, scratch: str | None = None
+        self,
+        spark: SparkSession,
+        request: ReleaseRequest,
+        *,
+        scratch: str | None = None,
+        ledger: str | os.PathLike[str] | None = None,
     ) -> None:
         self.spark = spark
         self.request = request
         self.scratch = scratch_folder(spark, scratch)
+        self._ledger_given = ledger
+        self._ledger: FileLedger | None = None
+        self._reservation: Reservation | None = None
         self._input: SparkSource | None = None
         self._domains: list[SparkSource] = []
         self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
@@ -71,7 +81,6 @@ class SparkEngine:
         self._cells: DataFrame | None = None
         self._count: str | None = None
         self._count_is_integer = True
-        self._namespace = ""
 
     def __enter__(self) -> SparkEngine:
         return self
@@ -116,9 +125,16 @@ class SparkEngine:
     def _domain_role(self, chain: int) -> str:
         return f"domain of chain {chain + 1}" if len(self.request.tree.chains) > 1 else "domain"
 
+    @property
+    def ledger(self) -> FileLedger:
+        if self._ledger is None:
+            raise SpecError("the ledger is not open yet: call prepare() first")
+        return self._ledger
+
     def prepare(self) -> str | None:
         req = self.request
-        self._namespace = namespace_of(self.spark, self.output)
+        # before anything reads the data: the ledger can be written
+        self._ledger = open_ledger(self.spark, self._ledger_given)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
         resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
         for c, given in enumerate(req.domains or ()):
@@ -135,15 +151,14 @@ class SparkEngine:
         self._check_domains_are_not_the_input()
         self._check_targets()
         inp = self.input
-        return check_budget(
-            self.spark,
-            self._namespace,
+        note, self._reservation = self.ledger.reserve(
             [inp.key] if inp.key else [],
             None if inp.key else "a DataFrame",
             req.budget,
             req.guarantee,
             override=req.budget_override,
         )
+        return note
 
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that is the input table would take the categories from the private data
@@ -313,14 +328,13 @@ class SparkEngine:
 
     def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
         req, inp = self.request, self.input
-        note = check_budget(
-            self.spark,
-            self._namespace,
+        note = self.ledger.check_budget(
             [inp.key] if inp.key else [],
             None if inp.key else "a DataFrame",
             req.budget,
             req.guarantee,
             override=req.budget_override,
+            besides=self._reservation,
         )
         if note and note not in record.non_private:
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
@@ -332,11 +346,14 @@ class SparkEngine:
             output=sql_name(self.output),
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,
-            namespace=self._namespace,
+            ledger=self.ledger,
+            reservation=self._reservation,
             record=with_base_tables(record, [inp.key] if inp.key else []),
         )
 
     def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.withdraw(self._reservation)  # recorded (the row names it) or not
         if self._cells is not None:
             with contextlib.suppress(Exception):
                 self._cells.unpersist()
