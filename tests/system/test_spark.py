@@ -29,6 +29,7 @@ import inftda_sql
 from inftda_sql import synthetic
 from inftda_sql._errors import (
     DomainError,
+    InftdaWarning,
     InputDataError,
     OutputExistsError,
     SpecError,
@@ -406,3 +407,52 @@ def test_ledger_lasts_across_sessions_applications_and_restarts(
     with pytest.raises(inftda_sql.BudgetExceededError, match=r"only rho=0\.75 "):
         inftda_sql.spark.release(spark, "p", hierarchy=["r", "c"], domain=dom, rho=0.8, output="p2")
     assert not list((warehouse / "inftda_ledger" / "reservations").iterdir())
+
+
+def test_workers_that_cannot_import_the_package_are_refused_first(tmp_path: Path) -> None:
+    """Workers on an interpreter without inftda_sql, then with another version of it: one
+    line naming the fix, after one tiny job and before any job reads the data."""
+    probe = subprocess.run(
+        ["/usr/bin/python3", "-c", "import pyarrow, inftda_sql"], capture_output=True, check=False
+    )
+    if not Path("/usr/bin/python3").exists() or probe.returncode == 0:
+        pytest.skip("needs a /usr/bin/python3 without inftda_sql")
+    fake = tmp_path / "fake"
+    (fake / "inftda_sql").mkdir(parents=True)
+    (fake / "inftda_sql" / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    seen = _app(tmp_path, "workers", str(fake), str(tmp_path / "warehouse"))
+    missing, other = seen["no_package"], seen["other_version"]
+    for refused in (missing, other):
+        assert refused["error"], seen
+        assert "\n" not in refused["error"] and "PYSPARK_PYTHON" in refused["error"]
+        assert f"inftda-sql=={inftda_sql.__version__}" in refused["error"]
+        assert refused["jobs"] == 1 and not refused["written"]  # the probe, nothing else
+    assert "/usr/bin/python3" in missing["error"], missing["error"]
+    assert "import inftda-sql 0.0.1" in other["error"], other["error"]
+
+
+def test_many_shuffle_partitions_on_a_small_input_are_named(spark: Any, sdb: str) -> None:
+    """200 shuffle partitions on a 2-core session and a tiny input: a warning naming the
+    setting, before the scan; Arrow disabled changes nothing (the engine's transfers are
+    Arrow whatever the setting says): no warning, the exact table."""
+    import inftda_sql.spark
+
+    spark.createDataFrame([("N", "a"), ("S", "z")], "r string, c string").write.saveAsTable("w")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    try:
+        with (
+            pytest.warns(InftdaWarning, match=r"shuffle.partitions is 200 .*\"4\""),
+            pytest.raises(DomainError, match="not in the domain"),
+        ):
+            inftda_sql.spark.release(spark, "w", hierarchy=["r", "c"], domain=dom, rho=INF)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "false")
+    try:
+        r = inftda_sql.spark.release(
+            spark, "w", hierarchy=["r", "c"], domain={"r": ["N", "S"], "c": ["a", "z"]}, rho=INF
+        )
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.pyspark.enabled")
+    assert _rows(spark, r.output) == [("N", "a", 1), ("S", "z", 1)]

@@ -35,6 +35,7 @@ from .domain import CodedChain, build_chain
 from .ledger import BUDGET_TABLE, LEDGER_TABLE, FileLedger, Reservation, open_ledger
 from .scan import level_counts, scan
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
+from .workers import check_workers, warn_slow_settings
 from .write import decode, with_base_tables, write_release
 
 __all__ = ["SparkEngine", "SparkResult", "sql_name"]
@@ -133,8 +134,9 @@ class SparkEngine:
 
     def prepare(self) -> str | None:
         req = self.request
-        # before anything reads the data: the ledger can be written
+        # before anything reads the data: the ledger can be written, the workers can run
         self._ledger = open_ledger(self.spark, self._ledger_given)
+        check_workers(self.spark)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
         resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
         for c, given in enumerate(req.domains or ()):
@@ -268,6 +270,7 @@ class SparkEngine:
 
     def scan(self) -> Scan:
         req = self.request
+        warn_slow_settings(self.spark, self.input.df)
         found, self._cells = scan(
             req.tree,
             self.input,
