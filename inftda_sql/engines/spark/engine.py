@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -41,9 +42,10 @@ from .catalog import (
     type_family,
 )
 from .domain import CodedChain, build_chain
-from .ledger import check_budget, namespace_of
+from .ledger import FileLedger, Reservation, open_ledger
 from .scan import level_counts, scan
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
+from .workers import check_workers, warn_slow_settings
 from .write import decode, with_base_tables, write_release
 
 __all__ = ["SparkEngine", "SparkResult", "sql_name"]
@@ -62,15 +64,24 @@ class SparkEngine:
 
     ``scratch`` is a folder every executor can write (HDFS, an object store, a shared disk; the
     warehouse by default) for the survivors of every level; it is removed when the release ends.
-    Use the engine as a context manager.
+    ``ledger`` is the ledger folder (:func:`~.ledger.ledger_location`). Use the engine as a
+    context manager.
     """
 
     def __init__(
-        self, spark: SparkSession, request: ReleaseRequest, *, scratch: str | None = None
+        self,
+        spark: SparkSession,
+        request: ReleaseRequest,
+        *,
+        scratch: str | None = None,
+        ledger: str | os.PathLike[str] | None = None,
     ) -> None:
         self.spark = spark
         self.request = request
         self.scratch = scratch_folder(spark, scratch)
+        self._ledger_given = ledger
+        self._ledger: FileLedger | None = None
+        self._reservation: Reservation | None = None
         self._input: SparkSource | None = None
         self._domains: list[SparkSource] = []
         self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
@@ -81,7 +92,6 @@ class SparkEngine:
         self._cells: DataFrame | None = None
         self._count: str | None = None
         self._count_is_integer = True
-        self._namespace = ""
         self._reads = BaseTables()  # what the input reads
         self._domain_reads: list[BaseTables] = []  # per chain: what its domain reads
 
@@ -128,9 +138,17 @@ class SparkEngine:
     def _domain_role(self, chain: int) -> str:
         return f"domain of chain {chain + 1}" if len(self.request.tree.chains) > 1 else "domain"
 
+    @property
+    def ledger(self) -> FileLedger:
+        if self._ledger is None:
+            raise SpecError("the ledger is not open yet: call prepare() first")
+        return self._ledger
+
     def prepare(self) -> str | None:
         req = self.request
-        self._namespace = namespace_of(self.spark, self.output)
+        # before anything reads the data: the ledger can be written, the workers can run
+        self._ledger = open_ledger(self.spark, self._ledger_given)
+        check_workers(self.spark)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
         resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
         for c, given in enumerate(req.domains or ()):
@@ -150,24 +168,25 @@ class SparkEngine:
         self._domain_reads = [reads[id(dom)] for dom in self._domains]
         self._check_domains_are_not_the_input()
         self._check_targets()
-        return self._check_budget()
-
-    def _check_budget(self) -> str | None:
-        """The budget of every base table (or file) the input reads, as on DuckDB."""
-        req, reads = self.request, self._reads
-        outside = None
-        if reads.outside:  # rows given in memory, an RDD, a JDBC source: no table to charge
-            what = ", ".join(reads.outside)
-            outside = f"read (partly) from outside the catalog's tables and files ({what})"
-        return check_budget(
-            self.spark,
-            self._namespace,
-            reads.keys,
+        keys, outside = self._charge()
+        note, self._reservation = self.ledger.reserve(
+            keys,
             outside,
             req.budget,
             req.guarantee,
             override=req.budget_override,
         )
+        return note
+
+    def _charge(self) -> tuple[list[str], str | None]:
+        """The base tables (or files) the input reads, which its budget is charged to, and what
+        it reads from outside them (rows given in memory, an RDD, a JDBC source), or None."""
+        reads = self._reads
+        outside = None
+        if reads.outside:
+            what = ", ".join(reads.outside)
+            outside = f"read (partly) from outside the catalog's tables and files ({what})"
+        return list(reads.keys), outside
 
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that reads what the input reads (a table, a file: through any view or
@@ -283,6 +302,7 @@ class SparkEngine:
 
     def scan(self) -> Scan:
         req = self.request
+        warn_slow_settings(self.spark, self.input.df)
         found, self._cells = scan(
             req.tree,
             self.input,
@@ -343,7 +363,15 @@ class SparkEngine:
 
     def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
         req = self.request
-        note = self._check_budget()
+        keys, outside = self._charge()
+        note = self.ledger.check_budget(
+            keys,
+            outside,
+            req.budget,
+            req.guarantee,
+            override=req.budget_override,
+            besides=self._reservation,
+        )
         if note and note not in record.non_private:
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
         released = decode(self._leaves(result), req.tree, self._chains)
@@ -354,11 +382,14 @@ class SparkEngine:
             output=sql_name(self.output),
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,
-            namespace=self._namespace,
-            record=with_base_tables(record, self._reads.keys),
+            ledger=self.ledger,
+            reservation=self._reservation,
+            record=with_base_tables(record, keys),
         )
 
     def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.withdraw(self._reservation)  # recorded (the row names it) or not
         if self._cells is not None:
             with contextlib.suppress(Exception):
                 self._cells.unpersist()
