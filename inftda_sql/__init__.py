@@ -42,10 +42,14 @@ Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from . import _start
 
-from ._version import __version__
+_start.guard()  # the command line's start: Ctrl-C waits for cli.main() (see _start.py)
+
+import importlib  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from ._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from ._budget import Ledger, ledger, set_budget

@@ -232,11 +232,13 @@ def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
         "merge": args.merge,
         "min_size": args.min_size,
     }
-    for key in ("groups_column", "max_size", "output", "seed", "split", "max_size_share"):
+    for key in (
+        "groups_column", "max_size", "output", "seed", "split", "max_size_share", "timeout",
+    ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
             options[key] = value
-    for key in ("overwrite", "budget_override"):
+    for key in ("overwrite", "budget_override", "microdata"):
         if getattr(args, key):
             options[key] = True
     if args.no_levels_view:
@@ -474,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="release even if the input's stored budget would be exceeded (recorded)",
     )
     c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
+    _add_option(c, _OPTION["timeout"])
+    c.add_argument(
+        "--microdata",
+        action="store_true",
+        help="every row is one person, although a numeric column is named like a count",
+    )
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"

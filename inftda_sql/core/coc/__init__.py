@@ -69,6 +69,13 @@ from __future__ import annotations
 from .estimators import estimate_level
 from .histograms import CONSISTENCY, MERGES, CocLevel, CocLevelStats, CocResult, Histograms, Runs
 from .histograms import DEFAULT_CHUNK as DEFAULT_CHUNK
+from .levels import (
+    found_vs_listed,
+    node_parents,
+    public_groups,
+    truncate_sizes,
+    with_empty_groups,
+)
 from .merge import match_and_merge
 from .release import count_of_counts, emd_per_node, levels_from_leaves
 
@@ -83,6 +90,11 @@ __all__ = [
     "count_of_counts",
     "emd_per_node",
     "estimate_level",
+    "found_vs_listed",
     "levels_from_leaves",
     "match_and_merge",
+    "node_parents",
+    "public_groups",
+    "truncate_sizes",
+    "with_empty_groups",
 ]

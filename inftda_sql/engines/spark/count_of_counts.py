@@ -15,8 +15,7 @@ taken from the private data.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,30 +23,40 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..._errors import Arg, DomainError, InputDataError, Part, SpecError
+from ..._errors import Arg, DomainError, InputDataError, InternalError, Part, SpecError
+from ...core.accounting import Guarantee
 from ...core.arrays import I64
-from ...core.coc import CocLevel, Histograms
-from ...core.coc_levels import (
+from ...core.coc import (
+    CocLevel,
+    Histograms,
     found_vs_listed,
     node_parents,
     public_groups,
     truncate_sizes,
     with_empty_groups,
 )
+from ...core.names import split_name
 from ...core.tree import ChainTree
+from ..checks import check_domain_not_input, check_not_read, check_not_reserved, check_output_free
+from ..duckdb.ledger import LIBRARY_TABLES, is_library_name
 from ..records import ReleaseRecord
 from .catalog import (
+    BaseTables,
     SparkSource,
+    base_tables,
     check_domain_types,
     check_scalar_type,
     count_column,
+    full_name,
     quote,
     resolve_source,
+    sql_name,
 )
 from .domain import CodedChain, build_chain, depth_code
+from .ledger import FileLedger, Reservation, open_ledger
 from .scan import describe
 
-__all__ = ["SparkCountOfCounts", "levels_view_sql"]
+__all__ = ["CocStages", "SparkCountOfCounts", "levels_view_sql"]
 
 
 def _c(name: str) -> Any:
@@ -265,7 +274,7 @@ class SparkCountOfCounts:
         output: str,
         view: str | None,
         overwrite: bool,
-        append: Any,
+        append: Callable[[ReleaseRecord, Sequence[str]], ReleaseRecord],
     ) -> ReleaseRecord:
         """Save the released leaf histograms and their levels view, then ``append`` the ledger
         row (both dropped again if that fails)."""
@@ -292,7 +301,7 @@ class SparkCountOfCounts:
             try:
                 if view is not None:
                     self.spark.sql(levels_view_sql(chain, view, output))
-                return append(record)  # type: ignore[no-any-return]
+                return append(record, [output] if view is None else [output, view])
             except BaseException:
                 if view is not None:
                     self.spark.sql(f"DROP VIEW IF EXISTS {view}")
@@ -374,8 +383,101 @@ def levels_view_sql(chain: Sequence[str], view: str, output: str) -> str:
     )
 
 
-def with_note(record: ReleaseRecord, note: str | None) -> ReleaseRecord:
-    """The record with an override's note among its reasons for being not private."""
-    if note and note not in record.non_private:
-        return dataclasses.replace(record, non_private=[*record.non_private, note])
-    return record
+class CocStages:
+    """The count-of-counts stages of :class:`~inftda_sql.engines.spark.engine.SparkEngine`
+    (the :class:`~inftda_sql.engines.base.CountOfCountsEngine` methods)."""
+
+    spark: SparkSession
+    _request: Any
+    _ledger_given: Any
+    _ledger: FileLedger | None
+    _reservation: Reservation | None
+    _reads: BaseTables
+    _coc: SparkCountOfCounts | None
+
+    @property
+    def ledger(self) -> FileLedger:  # pragma: no cover - SparkEngine's
+        raise NotImplementedError
+
+    def _charge(self) -> tuple[list[str], str | None]:  # pragma: no cover - SparkEngine's
+        raise NotImplementedError
+
+    def recheck_budget(  # pragma: no cover - SparkEngine's
+        self, record: ReleaseRecord, guarantee: Guarantee
+    ) -> ReleaseRecord:
+        raise NotImplementedError
+
+    def append(  # pragma: no cover - SparkEngine's
+        self, record: ReleaseRecord, made: Sequence[str]
+    ) -> ReleaseRecord:
+        raise NotImplementedError
+
+    def _counts(self) -> SparkCountOfCounts:
+        if self._coc is None:
+            if getattr(self._request, "kind", None) != "count_of_counts":
+                raise InternalError("a count-of-counts stage ran on another kind of release")
+            self._coc = SparkCountOfCounts(self.spark, self._request)
+        return self._coc
+
+    @property
+    def groups_description(self) -> str:
+        return self._counts().groups_description
+
+    def prepare_count_of_counts(self) -> str | None:
+        """Open the ledger; resolve the input and the PUBLIC groups table down to what they
+        read; refuse a groups table that reads the input, outputs that would destroy what the
+        release reads or exist without ``overwrite``; reserve the budget of every base table the
+        input reads. Before any private data is read."""
+        req, coc = self._request, self._counts()
+        self._ledger = open_ledger(self.spark, self._ledger_given)
+        inp, groups = coc.resolve_names()
+        self._reads = base_tables(inp.df)
+        group_reads = base_tables(groups.df)
+        check_domain_not_input(
+            self._reads.reads, [("groups table", groups.description, group_reads.reads)]
+        )
+        protected: list[tuple[str, str, str]] = []
+        for src, reads, role in (
+            (inp, self._reads, "the input"),
+            (groups, group_reads, "the groups table"),
+        ):
+            if src.key is not None:
+                protected.append((src.key.lower(), src.key, role))
+            protected += [(t.lower(), t, f"a table {role} reads") for t in reads.tables]
+            protected += [(v.lower(), v, f"a view {role} reads") for v in reads.views]
+        for target in (req.output, req.levels_view):
+            if target is None:
+                continue
+            check_not_reserved(target, is_library_name(split_name(target)[-1]), LIBRARY_TABLES)
+            key = full_name(self.spark, target)
+            if key is not None:
+                check_not_read(target, key.lower(), protected)
+                check_output_free(target, True, req.overwrite)
+        keys, outside = self._charge()
+        note, self._reservation = self.ledger.reserve(
+            keys, outside, req.budget, Guarantee.PURE_DP, override=req.budget_override
+        )
+        return note
+
+    def resolve_groups(self) -> None:
+        self._counts().resolve()
+
+    def code_groups(self) -> tuple[ChainTree, I64]:
+        return self._counts().domain()
+
+    def coc_counts(self, max_size: int | None) -> tuple[list[CocLevel], int]:
+        return self._counts().scan(max_size)
+
+    def write_count_of_counts(self, leaves: Histograms, record: ReleaseRecord) -> ReleaseRecord:
+        """Check the budget again, save the leaf histograms and their levels view, then append
+        the ledger row; return it as written."""
+        req = self._request
+        record = self.recheck_budget(record, Guarantee.PURE_DP)
+        return self._counts().write(
+            leaves,
+            record,
+            output=sql_name(req.output),
+            view=sql_name(req.levels_view) if req.levels_view else None,
+            overwrite=req.overwrite,
+            append=self.append,
+        )

@@ -20,7 +20,7 @@ The same stages as DuckDB's (:mod:`inftda_sql.engines.duckdb.features`), in Spar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from ..._errors import DomainError, InputDataError, InternalError, SpecError
 from ..._request import ReleaseRequest
+from ...core.accounting import Guarantee
 from ...core.arrays import I64
 from ...core.features import FeatureSpec, Lattice, code_lattice
 from ...core.rng import RandomSource
@@ -44,7 +45,6 @@ from .catalog import (
     sql_name,
     type_family,
 )
-from .ledger import append_release
 from .scan import bound_units, check_unit, count_aggregates, describe, unit_diagnostics, validate
 
 __all__ = [
@@ -270,24 +270,26 @@ def write(
     output: str,
     view: str | None,
     overwrite: bool,
-    namespace: str,
     record: ReleaseRecord,
+    append: Callable[[ReleaseRecord, Sequence[str]], ReleaseRecord],
 ) -> ReleaseRecord:
-    """Save the released leaves and the features view, then append the ledger row."""
+    """Save the released leaves and the features view, then ``append`` the ledger row; if that
+    fails, the table and view are dropped again."""
     table = released_table(lattice, leaves, counts)
     released = spark.createDataFrame(table)
     mode = "overwrite" if overwrite else "errorifexists"
     describe(spark, "write: the released leaves")
-    released.write.mode(mode).saveAsTable(output)
     try:
-        if view is not None:
-            spark.sql(features_view_sql(lattice.spec, view, output))
-        return append_release(spark, namespace, record)
-    except BaseException:
-        if view is not None:
-            spark.sql(f"DROP VIEW IF EXISTS {view}")
-        spark.sql(f"DROP TABLE IF EXISTS {output}")
-        raise
+        released.write.mode(mode).saveAsTable(output)
+        try:
+            if view is not None:
+                spark.sql(features_view_sql(lattice.spec, view, output))
+            return append(record, [output] if view is None else [output, view])
+        except BaseException:
+            if view is not None:
+                spark.sql(f"DROP VIEW IF EXISTS {view}")
+            spark.sql(f"DROP TABLE IF EXISTS {output}")
+            raise
     finally:
         describe(spark, None)
 
@@ -298,13 +300,15 @@ class FeatureStages:
     domains."""
 
     spark: SparkSession
-    request: ReleaseRequest
     _domains: list[SparkSource]
     _domain_desc: list[str]
     _count: str | None
     _count_is_integer: bool
-    _namespace: str
     _code_frames: list[DataFrame]
+
+    @property
+    def request(self) -> ReleaseRequest:  # pragma: no cover - SparkEngine's
+        raise NotImplementedError
 
     @property
     def input(self) -> SparkSource:  # pragma: no cover - SparkEngine's
@@ -368,7 +372,7 @@ class FeatureStages:
         """Check the budget again, write the released leaves, the features view, then the
         ledger row; return the ledger row as written."""
         req = self.request
-        record = self.recheck_budget(record)
+        record = self.recheck_budget(record, req.guarantee)
         return write(
             self.spark,
             lattice,
@@ -377,16 +381,23 @@ class FeatureStages:
             output=sql_name(self.output),
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,
-            namespace=self._namespace,
             record=record,
+            append=self.append,
         )
 
-    def read_features_output(self) -> pa.Table:
+    def released_features(self, lattice: Lattice) -> pa.Table:
         """Not on Spark: the released table stays in the cluster (``spark.table(r.output)``)."""
         raise SpecError(
             "a Spark release is not returned in memory; read spark.table(r.output)",
             param="return_as",
         )
 
-    def recheck_budget(self, record: ReleaseRecord) -> ReleaseRecord:  # pragma: no cover
+    def recheck_budget(  # pragma: no cover - SparkEngine's
+        self, record: ReleaseRecord, guarantee: Guarantee
+    ) -> ReleaseRecord:
+        raise NotImplementedError
+
+    def append(  # pragma: no cover - SparkEngine's
+        self, record: ReleaseRecord, made: Sequence[str]
+    ) -> ReleaseRecord:
         raise NotImplementedError

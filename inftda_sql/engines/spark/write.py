@@ -4,14 +4,15 @@ The released leaves (a code per chain and a count) are decoded to the hierarchy 
 broadcast join with each chain's code table and saved as a table of the catalog (parquet in the
 warehouse unless the catalog says otherwise), so it joins with the geography like any table. The
 levels view (every level as sums of the leaves, ``GROUPING SETS``) follows, and the ledger row
-is appended only after both are complete; if that append fails, the output and view are
+(with the content fingerprint of both, :mod:`.fingerprint`) is appended (to the ledger folder,
+:mod:`.ledger`) only after both are complete; if that append fails, the output and view are
 dropped again, so no release is visible without its row.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,7 +21,6 @@ from ...core.spec import TreeSpec
 from ..records import ReleaseRecord
 from .catalog import quote
 from .domain import CodedChain, depth_code
-from .ledger import append_release
 
 __all__ = ["decode", "levels_view_sql", "write_release"]
 
@@ -78,16 +78,18 @@ def write_release(
     output: str,
     view: str | None,
     overwrite: bool,
-    namespace: str,
     record: ReleaseRecord,
+    append: Callable[[ReleaseRecord, Sequence[str]], ReleaseRecord],
 ) -> ReleaseRecord:
-    """Save the output table and its levels view, then append the ledger row."""
+    """Save the output table and its levels view, then ``append`` the ledger row (which
+    fingerprints what was written and names the release's budget reservation); if that fails,
+    the output and view are dropped again."""
     mode = "overwrite" if overwrite else "errorifexists"
     released.write.mode(mode).saveAsTable(output)
     try:
         if view is not None:
             spark.sql(levels_view_sql(spec, view, output))
-        return append_release(spark, namespace, record)
+        return append(record, [output] if view is None else [output, view])
     except BaseException:
         if view is not None:
             spark.sql(f"DROP VIEW IF EXISTS {view}")

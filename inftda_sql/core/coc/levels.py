@@ -1,6 +1,6 @@
-"""The true count-of-counts levels from an engine's aggregations: engine-free steps both engines
-take after their scan (the public groups per node, each node's parent, empty groups, sizes
-truncated at the largest size, the groups found against the groups listed)."""
+"""The true levels of a count-of-counts release, from an engine's aggregations: the engine-free
+steps every engine takes after its scan (each node's parent and public number of groups, empty
+groups, sizes truncated at the largest size, the groups found against the groups listed)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import dataclasses
 
 import numpy as np
 
-from .arrays import I64
-from .coc import CocLevel, Histograms
-from .tree import ChainTree
+from ..arrays import I64
+from ..tree import ChainTree
+from .histograms import CocLevel, Histograms
 
 __all__ = [
     "found_vs_listed",
@@ -19,6 +19,14 @@ __all__ = [
     "truncate_sizes",
     "with_empty_groups",
 ]
+
+
+def truncate_sizes(level: CocLevel, max_size: int) -> CocLevel:
+    """The level with groups larger than ``max_size`` counted at ``max_size``."""
+    t = level.truth
+    return dataclasses.replace(
+        level, truth=Histograms.build(t.node, np.minimum(t.size, max_size), t.count)
+    )
 
 
 def node_parents(tree: ChainTree) -> list[I64]:
@@ -51,14 +59,6 @@ def with_empty_groups(level: CocLevel) -> CocLevel:
         np.concatenate((t.count, empty[nodes])),
     )
     return dataclasses.replace(level, truth=truth)
-
-
-def truncate_sizes(level: CocLevel, max_size: int) -> CocLevel:
-    """The level with groups larger than ``max_size`` counted at ``max_size``."""
-    t = level.truth
-    return dataclasses.replace(
-        level, truth=Histograms.build(t.node, np.minimum(t.size, max_size), t.count)
-    )
 
 
 def found_vs_listed(leaves: CocLevel, min_size: int) -> tuple[int, int]:
