@@ -306,17 +306,18 @@ def test_the_ledger_row_fingerprints_what_the_release_wrote(spark: Any, sdb: str
     _to_spark(spark, con, "SELECT * FROM people", "people")
     dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
     inftda_sql.spark.release(spark, "people", hierarchy=["r", "c"], domain=dom, rho=1.0)
-    (row,) = inftda_sql.spark.ledger(spark)
-    assert row.fingerprint is not None and "diagnostics" not in row.fingerprint
-    kinds = [(o["name"], o["kind"]) for o in json.loads(row.fingerprint)["objects"]]
+    (row,) = inftda_sql.spark.ledger(spark).releases
+    found = row["fingerprint"]
+    assert found is not None and "diagnostics" not in found
+    kinds = [(o["name"], o["kind"]) for o in json.loads(found)["objects"]]
     assert kinds == [
         (f"spark_catalog.{sdb}.people_private", "table"),
         (f"spark_catalog.{sdb}.people_private_levels", "view"),
     ]
-    assert fingerprint.changes(spark, row.fingerprint) == []
+    assert fingerprint.changes(spark, found) == []
     spark.sql("INSERT INTO people_private VALUES ('S', 'c', 1)")
     spark.sql("CREATE OR REPLACE VIEW people_private_levels AS SELECT * FROM people_private")
-    assert [(c.kind, c.what) for c in fingerprint.changes(spark, row.fingerprint)] == [
+    assert [(c.kind, c.what) for c in fingerprint.changes(spark, found)] == [
         ("table", "is not what the release wrote"),
         ("view", "is not what the release wrote"),
     ]
