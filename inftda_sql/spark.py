@@ -53,8 +53,7 @@ from ._result import CountOfCountsRelease, Release
 from .core.accounting import Budget, RhoZCDPBudget
 from .core.coc import DEFAULT_CHUNK, CocLevelStats
 from .core.tree import LevelStats
-from .engines.duckdb.ledger import is_library_name
-from .engines.records import BudgetRecord
+from .engines.records import BudgetRecord, is_library_name
 from .engines.spark.catalog import full_name
 from .engines.spark.engine import SparkEngine
 from .engines.spark.ledger import open_ledger, register_views

@@ -15,7 +15,30 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DIAGNOSTICS_PREFIX", "BudgetRecord", "ReleaseRecord"]
+__all__ = [
+    "BUDGET_TABLE",
+    "DIAGNOSTICS_PREFIX",
+    "LEDGER_TABLE",
+    "LIBRARY_PREFIX",
+    "LIBRARY_TABLES",
+    "BudgetRecord",
+    "ReleaseRecord",
+    "is_library_name",
+]
+
+#: the bookkeeping tables of every engine: the releases made, the budgets stored
+LEDGER_TABLE = "inftda_releases"
+BUDGET_TABLE = "inftda_budgets"
+LIBRARY_TABLES = (LEDGER_TABLE, BUDGET_TABLE)
+#: the prefix of every temporary object a release makes
+LIBRARY_PREFIX = "__inftda"
+
+
+def is_library_name(name: str) -> bool:
+    """Whether a table or view name is reserved for this package: its bookkeeping tables and
+    the prefix of its temporary objects (any case, any schema)."""
+    return name.lower() in LIBRARY_TABLES or name.lower().startswith(LIBRARY_PREFIX)
+
 
 #: keys of a release's ``details`` that describe the private input (never published): facts
 #: about the input and the times of the stages and levels, which depend on the data

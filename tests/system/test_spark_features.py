@@ -17,8 +17,10 @@ import pytest
 import inftda_sql
 from inftda_sql._errors import DomainError
 from tests.conftest import shared_path
-from tests.system.spark_session import rows, sdb, spark, to_spark
 from tests.system.test_cbdp import FEATURES, small_world
+from tests.system.test_spark import _rows as rows
+from tests.system.test_spark import _to_spark as to_spark
+from tests.system.test_spark import sdb, spark
 
 __all__ = ["sdb", "spark"]  # fixtures, shared with the other Spark modules
 
@@ -136,10 +138,13 @@ def test_ledger_row_as_on_duckdb(spark: Any, world: duckdb.DuckDBPyConnection) -
     import inftda_sql.spark
 
     duck, sk = _both(spark, world, "trips", 1, features=FEATURES, domain="cells", epsilon=1.0)
-    (row,) = [r for r in inftda_sql.spark.ledger(spark) if r.release_id == sk.release_id]
-    assert row.mechanism == "cbdp" and row.guarantee == "pureDP" and row.tree == "features"
-    assert json.loads(row.hierarchy) == duck.spec.as_dict()
-    assert list(row.level_sigma) == list(duck.accounting.level_sigma)
+    (row,) = [
+        r for r in inftda_sql.spark.ledger(spark).releases if r["release_id"] == sk.release_id
+    ]
+    assert row["mechanism"] == "cbdp" and row["guarantee"] == "pureDP"
+    assert row["tree"] == "features"
+    assert json.loads(row["hierarchy"]) == duck.spec.as_dict()
+    assert list(row["level_sigma"]) == list(duck.accounting.level_sigma)
     assert sk.accounting.level_sigma == duck.accounting.level_sigma
 
 

@@ -96,3 +96,16 @@ def test_an_option_without_a_flag_has_no_toml_key() -> None:
         Option("x", None, "doc")
     with pytest.raises(ValueError, match="cli must be"):
         Option("x", None, "doc", flag="--x", cli="maybe")
+
+
+def test_spark_count_of_counts_takes_the_duckdb_arguments() -> None:
+    """inftda_sql.spark.release_count_of_counts mirrors the DuckDB front door: the same
+    keywords, order and defaults, but DuckDB's write ``timeout`` (a file's writers) and Spark's
+    ``ledger`` (the ledger folder)."""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed")
+    import inftda_sql.spark
+
+    duck = {p.name: p.default for p in _keywords(inftda_sql.release_count_of_counts)}
+    spark = {p.name: p.default for p in _keywords(inftda_sql.spark.release_count_of_counts)}
+    assert [n for n in duck if n != "timeout"] == [n for n in spark if n != "ledger"]
+    assert all(spark[n] == duck[n] for n in duck if n != "timeout")

@@ -32,9 +32,16 @@ import duckdb
 from ..._errors import Arg, BudgetError, Func, SpecError
 from ..._frames import is_frame_label
 from ...core.accounting import Budget, Guarantee, RhoZCDPBudget, budget_verdict
-from ..records import DIAGNOSTICS_PREFIX, BudgetRecord, ReleaseRecord
+from ..records import (
+    BUDGET_TABLE,
+    DIAGNOSTICS_PREFIX,
+    LEDGER_TABLE,
+    LIBRARY_TABLES,
+    BudgetRecord,
+    ReleaseRecord,
+    is_library_name,
+)
 from .catalog import (
-    LIBRARY_PREFIX,
     Resolved,
     base_tables,
     home_database,
@@ -69,18 +76,6 @@ __all__ = [
     "stored_budgets",
     "upsert_budget",
 ]
-
-LEDGER_TABLE = "inftda_releases"
-BUDGET_TABLE = "inftda_budgets"
-#: the tables this package owns in a database
-LIBRARY_TABLES = (LEDGER_TABLE, BUDGET_TABLE)
-
-
-def is_library_name(name: str) -> bool:
-    """Whether a table or view name is reserved for this package: its bookkeeping tables and
-    the prefix of its temporary objects (any case, any schema)."""
-    return name.lower() in LIBRARY_TABLES or name.lower().startswith(LIBRARY_PREFIX)
-
 
 _TABLES: dict[str, type[ReleaseRecord] | type[BudgetRecord]] = {
     LEDGER_TABLE: ReleaseRecord,

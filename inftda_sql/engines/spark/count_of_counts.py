@@ -35,10 +35,8 @@ from ...core.coc import (
     truncate_sizes,
     with_empty_groups,
 )
-from ...core.names import split_name
 from ...core.tree import ChainTree
-from ..checks import check_domain_not_input, check_not_read, check_not_reserved, check_output_free
-from ..duckdb.ledger import LIBRARY_TABLES, is_library_name
+from ..checks import check_domain_not_input
 from ..records import ReleaseRecord
 from .catalog import (
     BaseTables,
@@ -47,7 +45,6 @@ from .catalog import (
     check_domain_types,
     check_scalar_type,
     count_column,
-    full_name,
     quote,
     resolve_source,
     sql_name,
@@ -55,6 +52,7 @@ from .catalog import (
 from .domain import CodedChain, build_chain, depth_code
 from .ledger import FileLedger, Reservation, open_ledger
 from .scan import describe
+from .targets import check_targets
 
 __all__ = ["CocStages", "SparkCountOfCounts", "levels_view_sql"]
 
@@ -360,7 +358,9 @@ def levels_view_sql(chain: Sequence[str], view: str, output: str) -> str:
     """Every level of the release as sums of its leaves: ``level`` (0 = root),
     ``level_name``, the region columns, ``size`` and ``groups``.
 
-    ``grouping_id()`` over the region columns: a level of depth ``d`` groups the first ``d``.
+    ``grouping_id()`` numbers the grouping columns in their order of first appearance in the
+    sets (Spark's rule): ``size`` (in every set, so its bit is 0), then the region columns; a
+    level of depth ``d`` groups the first ``d`` of them.
     """
     k = len(chain)
     cases = " ".join(f"WHEN {(1 << (k - d)) - 1} THEN {d}" for d in range(k + 1))
@@ -370,12 +370,12 @@ def levels_view_sql(chain: Sequence[str], view: str, output: str) -> str:
     )
     cols = ", ".join(quote(c) for c in chain)
     sets = ", ".join(
-        "(" + ", ".join([*(quote(c) for c in chain[:d]), "size"]) + ")" for d in range(k + 1)
+        "(" + ", ".join(["size", *(quote(c) for c in chain[:d])]) + ")" for d in range(k + 1)
     )
     return (
         f"CREATE OR REPLACE VIEW {view} AS\n"
-        f"SELECT CASE grouping_id({cols}) {cases} END AS level,\n"
-        f"       CASE grouping_id({cols}) {names} END AS level_name,\n"
+        f"SELECT CASE grouping_id() {cases} END AS level,\n"
+        f"       CASE grouping_id() {names} END AS level_name,\n"
         f"       {cols}, size,\n"
         f"       CAST(sum(groups) AS BIGINT) AS groups\n"
         f"FROM {output}\n"
@@ -436,23 +436,12 @@ class CocStages:
         check_domain_not_input(
             self._reads.reads, [("groups table", groups.description, group_reads.reads)]
         )
-        protected: list[tuple[str, str, str]] = []
-        for src, reads, role in (
-            (inp, self._reads, "the input"),
-            (groups, group_reads, "the groups table"),
-        ):
-            if src.key is not None:
-                protected.append((src.key.lower(), src.key, role))
-            protected += [(t.lower(), t, f"a table {role} reads") for t in reads.tables]
-            protected += [(v.lower(), v, f"a view {role} reads") for v in reads.views]
-        for target in (req.output, req.levels_view):
-            if target is None:
-                continue
-            check_not_reserved(target, is_library_name(split_name(target)[-1]), LIBRARY_TABLES)
-            key = full_name(self.spark, target)
-            if key is not None:
-                check_not_read(target, key.lower(), protected)
-                check_output_free(target, True, req.overwrite)
+        check_targets(
+            self.spark,
+            [(inp, self._reads, "the input"), (groups, group_reads, "the groups table")],
+            (req.output, req.levels_view),
+            overwrite=req.overwrite,
+        )
         keys, outside = self._charge()
         note, self._reservation = self.ledger.reserve(
             keys, outside, req.budget, Guarantee.PURE_DP, override=req.budget_override

@@ -18,18 +18,13 @@ from ..._request import ReleaseRequest
 from ...core.accounting import Guarantee
 from ...core.arrays import I64
 from ...core.domains import match_columns, unwrap
-from ...core.names import split_name
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
 from ..checks import (
     check_domain_not_input,
     check_not_aggregated,
-    check_not_read,
-    check_not_reserved,
-    check_output_free,
 )
-from ..duckdb.ledger import LIBRARY_TABLES, is_library_name
 from ..records import ReleaseRecord
 from . import fingerprint
 from .catalog import (
@@ -39,7 +34,6 @@ from .catalog import (
     check_domain_types,
     check_scalar_type,
     count_column,
-    full_name,
     quote,
     resolve_source,
     sql_name,
@@ -50,6 +44,7 @@ from .domain import CodedChain, build_chain
 from .features import FeatureStages
 from .ledger import FileLedger, Reservation, open_ledger, register_views
 from .scan import level_counts, scan
+from .targets import check_targets
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
 from .workers import check_workers, warn_slow_settings
 from .write import decode, with_base_tables, write_release
@@ -239,21 +234,7 @@ class SparkEngine(FeatureStages, CocStages):
             (d, self._domain_reads[c], f"the {self._domain_role(c)}")
             for c, d in enumerate(self._domains)
         ]
-        protected: list[tuple[str, str, str]] = []
-        for src, reads, role in named:
-            if src.key is not None:
-                protected.append((src.key.lower(), src.key, role))
-            protected += [(t.lower(), t, f"a table {role} reads") for t in reads.tables]
-            protected += [(v.lower(), v, f"a view {role} reads") for v in reads.views]
-        for target in (req.output, req.levels_view):
-            if target is None:
-                continue
-            check_not_reserved(target, is_library_name(split_name(target)[-1]), LIBRARY_TABLES)
-            key = full_name(self.spark, target)
-            if key is None:
-                continue
-            check_not_read(target, key.lower(), protected)
-            check_output_free(target, True, req.overwrite)
+        check_targets(self.spark, named, (req.output, req.levels_view), overwrite=req.overwrite)
 
     def resolve(self) -> None:
         req, spec, inp = self.request, self.request.tree, self.input

@@ -60,7 +60,7 @@ from pyspark.sql import SparkSession
 from ..._errors import Arg, BudgetError, ConcurrentWriteError, SpecError
 from ..._version import __version__
 from ...core.accounting import Budget, Guarantee, RhoZCDPBudget, budget_verdict
-from ..records import BudgetRecord, ReleaseRecord
+from ..records import BUDGET_TABLE, LEDGER_TABLE, BudgetRecord, ReleaseRecord
 
 __all__ = [
     "BUDGET_TABLE",
@@ -76,8 +76,6 @@ __all__ = [
     "schema",
 ]
 
-LEDGER_TABLE = "inftda_releases"
-BUDGET_TABLE = "inftda_budgets"
 #: the Spark conf key naming the ledger folder
 CONF_KEY = "spark.inftda.ledger"
 #: the layout version this package writes and reads

@@ -40,9 +40,9 @@ this package, which re-exports them.
 from __future__ import annotations
 
 from ....core.names import FILE_FORMATS, file_spelling, file_stem, is_file_key, split_name
+from ...records import LIBRARY_PREFIX
 from .files import FileInput, resolve_files
 from .names import (
-    LIBRARY_PREFIX,
     Resolved,
     TableRef,
     Target,

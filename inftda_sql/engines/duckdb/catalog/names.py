@@ -21,9 +21,6 @@ from .. import compile as _compile
 from ..compile import describe
 from ..sql import ident, render, rows, run, scalar
 
-#: the prefix of every temporary object a release creates (reserved, like the library's tables)
-LIBRARY_PREFIX = "__inftda"
-
 #: plan leaves that read no data (constants, generators, references to a CTE planned elsewhere)
 _DATA_FREE = frozenset(
     {"DUMMY_SCAN", "EXPRESSION_GET", "RANGE", "GENERATE_SERIES", "CTE_SCAN", "DELIM_GET"}
