@@ -191,6 +191,8 @@ class Solution:
 
     ``atom`` is the atom of every leaf (the cells of the meet of the coarse features) and
     ``atom_cells[f]`` the cell of feature ``f`` of every atom (None for the leaf feature).
+    ``solver`` is how the Newton systems were solved: ``"direct"`` (structural, on
+    ``dense_cells`` cells) or ``"cg"`` (conjugate gradients, ``cg_iterations`` in all).
     """
 
     x: F64
@@ -200,6 +202,7 @@ class Solution:
     atom: I64
     atom_cells: tuple[I64 | None, ...]
     cg_iterations: int = 0
+    solver: str = "direct"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,7 +649,8 @@ def solve(problem: LatticeProblem, *, tol: float = 1e-10) -> Solution:
     def done(step: int) -> Solution:
         dense = dual.dense_cells if dual.direct else 0
         x = atoms.leaves(tau)
-        return Solution(x, atoms.m, dense, step, atoms.atom, cells, dual.cg_iterations)
+        solver = "direct" if dual.direct else "cg"
+        return Solution(x, atoms.m, dense, step, atoms.atom, cells, dual.cg_iterations, solver)
 
     for step in range(_MAX_NEWTON):
         if float(np.max(np.abs(grad))) <= tol * scale:
