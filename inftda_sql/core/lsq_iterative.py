@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .arrays import F64, I64
 
-__all__ = ["SchurCG", "dot"]
+__all__ = ["MAX_CG", "SchurCG", "SchurSystem", "dot", "pcg"]
 
 #: conjugate-gradient iterations per Newton step at most (any iterate is an ascent direction)
 MAX_CG = 1000
@@ -83,10 +84,8 @@ class SchurCG:
                 self._pair_structure.append((entry.ravel(), pairs // n0, pairs % n0))
         return self._pair_structure
 
-    def solve(self, w_all: F64, grad: F64, forcing: float, floor: float) -> F64:
-        """``K^-1 grad`` to a residual of at most ``forcing`` times ``|grad|`` (2-norm) or
-        ``floor`` in every cell, for the atom weights ``w_all``; counts the iterations in
-        :attr:`iterations`."""
+    def system(self, w_all: F64, grad: F64) -> SchurSystem:
+        """The Schur complement system of ``K d = grad`` for the atom weights ``w_all``."""
         active = np.flatnonzero(w_all)
         w = w_all[active]
         n0 = self.sizes[0]
@@ -94,8 +93,6 @@ class SchurCG:
         ridge = 1e-12 * (1.0 + float(np.max(w, initial=0.0)))
         k00 = self.inv_w[0] + np.bincount(c0, weights=w, minlength=n0) + ridge
         g0, g1 = grad[:n0], grad[n0:]
-        if g1.size == 0:
-            return np.asarray(g0 / k00, dtype=np.float64)
         cells = [c[active] for c in self.cells[1:]]
         bounds = self.bounds
         # diag(S) = W1^-1 + U1 w - sum over pairs (cell, cell0) of (their w)^2 / K00
@@ -110,7 +107,7 @@ class SchurCG:
         d1 = self.inv_w1 + ridge
 
         def gather(v: F64) -> F64:  # U1^T v over the active atoms
-            t = v[cells[0]]
+            t = v[cells[0]] if cells else np.zeros(w.size)
             for cell, (a, _) in zip(cells[1:], bounds[1:], strict=True):
                 t += v[a:][cell]
             return t
@@ -124,37 +121,70 @@ class SchurCG:
                 ]
             )
 
-        def schur(v: F64) -> F64:
+        def apply(v: F64) -> F64:
             wt = w * gather(v)
             wt -= w * (np.bincount(c0, weights=wt, minlength=n0) / k00)[c0]
             out = scatter(wt)
             out += d1 * v
             return out
 
+        def back(y1: F64) -> F64:
+            y0 = (g0 - np.bincount(c0, weights=w * gather(y1), minlength=n0)) / k00
+            return np.concatenate([y0, y1])
+
         rhs = g1 - scatter(w * (g0 / k00)[c0])
-        target = forcing * math.sqrt(dot(grad, grad))
-        # preconditioned CG, updated in place
-        y1 = np.zeros_like(rhs)
-        r = rhs.copy()
-        z = r / diag
-        p = z.copy()
-        rz = dot(r, z)
-        for _ in range(MAX_CG):
-            if math.sqrt(dot(r, r)) <= target or float(np.max(np.abs(r))) <= floor:
-                break
-            q = schur(p)
-            pq = dot(p, q)
-            if not pq > 0.0:  # rounding: no further progress along p
-                break
-            alpha = rz / pq
-            y1 += alpha * p
-            q *= alpha
-            r -= q
-            np.divide(r, diag, out=z)
-            rz_next = dot(r, z)
-            p *= rz_next / rz
-            p += z
-            rz = rz_next
-            self.iterations += 1
-        y0 = (g0 - np.bincount(c0, weights=w * gather(y1), minlength=n0)) / k00
-        return np.concatenate([y0, y1])
+        return SchurSystem(apply, diag, rhs, back)
+
+    def solve(self, w_all: F64, grad: F64, forcing: float, floor: float) -> F64:
+        """``K^-1 grad`` to a residual of at most ``forcing`` times ``|grad|`` (2-norm) or
+        ``floor`` in every cell, for the atom weights ``w_all``; counts the iterations in
+        :attr:`iterations`."""
+        system = self.system(w_all, grad)
+        y1, done = pcg(
+            system.apply, system.diag, system.rhs, forcing * math.sqrt(dot(grad, grad)), floor
+        )
+        self.iterations += done
+        return system.back(y1)
+
+
+@dataclass(frozen=True)
+class SchurSystem:
+    """``S y1 = rhs``: ``apply`` is ``v -> S v``, ``diag`` its diagonal, ``back`` the full
+    direction ``(y0, y1)`` from a solution ``y1``."""
+
+    apply: Callable[[F64], F64]
+    diag: F64
+    rhs: F64
+    back: Callable[[F64], F64]
+
+
+def pcg(
+    apply: Callable[[F64], F64], diag: F64, rhs: F64, target: float, floor: float
+) -> tuple[F64, int]:
+    """Jacobi-preconditioned conjugate gradients from 0, until the residual's 2-norm is at
+    most ``target`` or its largest entry at most ``floor`` (or :data:`MAX_CG` iterations);
+    updates in place. Returns the solution and the iterations."""
+    y = np.zeros_like(rhs)
+    r = rhs.copy()
+    z = r / diag
+    p = z.copy()
+    rz = dot(r, z)
+    done = 0
+    for _ in range(MAX_CG):
+        if math.sqrt(dot(r, r)) <= target or float(np.max(np.abs(r), initial=0.0)) <= floor:
+            break
+        q = apply(p)
+        pq = dot(p, q)
+        if not pq > 0.0:  # rounding: no further progress along p
+            break
+        alpha = rz / pq
+        y += alpha * p
+        q *= alpha
+        r -= q
+        np.divide(r, diag, out=z)
+        rz_next = dot(r, z)
+        p *= rz_next / rz
+        p += z
+        rz = rz_next
+        done += 1
+    return y, done
