@@ -46,21 +46,22 @@ cell, so projected gradient or FISTA would need millions of iterations. Instead:
    includes the period), solved in small batches, leaving a dense system on the few cells of
    the coarsest features. Dense BLAS products are avoided on purpose: on a loaded two-core
    machine a threaded BLAS call costs more than the arithmetic. This is the solver when the
-   cells besides the largest feature's are at most :data:`MAX_DENSE_CELLS`.
-6. **Solving with K, iteratively** (any larger system: O/D features at tract level on both
-   sides of a block-group lattice have 40K-300K such cells). The largest feature's diagonal
-   block is still eliminated exactly, and the Schur complement on the other cells is solved
-   by conjugate gradients, matrix-free: each product is a few gathers and ``bincount`` over
-   the atoms with a positive leaf, so a step costs ``O(atoms x features)`` per CG iteration,
-   never the square of the coarse cells. The preconditioner is the complement's diagonal
-   (Jacobi; every feature's own block of ``K`` is diagonal). Newton is then inexact: CG
-   stops at a residual of ``min(0.1, sqrt(|grad| / |grad_0|))`` times the gradient (the
-   forcing term, superlinear at the end) or below a tenth of the stopping tolerance in every
-   cell, and the exact line search is kept. Exact features (``W^-1 = 0``) can make ``K``
-   singular (a cell whose atoms have no positive leaf, or exact features that sum to one
-   another); the direct solver's ridge ``1e-12 (1 + max w)`` on the diagonal keeps it
-   definite, and every CG iterate is an ascent direction whatever its accuracy. Nothing here
-   needs SciPy (measured against ``scipy.sparse.linalg.cg``: benchmarks/RESULTS.md).
+   cells besides the largest feature's are at most :data:`MAX_DENSE_CELLS` and its dense
+   systems (the border, the components) at most :data:`MAX_LAPACK_CELLS`.
+6. **Solving with K, iteratively** (every other system: O/D features at tract level on both
+   sides of a block-group lattice put 400 to 300K cells beside the largest feature's). The
+   largest feature's diagonal block is still eliminated exactly, and the Schur complement on the
+   other cells is solved by conjugate gradients, matrix-free: each product is a few gathers and
+   ``bincount`` over the atoms with a positive leaf, so a step costs ``O(atoms x features)`` per
+   CG iteration, never the square of the coarse cells. The preconditioner is the complement's
+   diagonal (Jacobi; every feature's own block of ``K`` is diagonal). Newton is then inexact: CG
+   stops at a residual of ``min(0.1, sqrt(|grad| / |grad_0|))`` times the gradient (the forcing
+   term, superlinear at the end) or below a tenth of the stopping tolerance in every cell, and
+   the exact line search is kept. Exact features (``W^-1 = 0``) can make ``K`` singular (a cell
+   whose atoms have no positive leaf, or exact features that sum to one another); the direct
+   solver's ridge ``1e-12 (1 + max w)`` on the diagonal keeps it definite, and every CG iterate
+   is an ascent direction whatever its accuracy. Nothing here needs SciPy (measured against
+   ``scipy.sparse.linalg.cg``: benchmarks/RESULTS.md).
 
 Everything is numpy; ``tests/unit/test_lsq.py`` checks the optimum against
 ``scipy.optimize.lsq_linear`` (BVLS, an explicit matrix) on random instances, on both solvers
@@ -94,6 +95,10 @@ __all__ = [
 #: than the largest have at most this many cells (a dense system on them), else by conjugate
 #: gradients (measured crossover: benchmarks/RESULTS.md, issue 26 item 5)
 MAX_DENSE_CELLS = 4000
+#: ... and when the dense system it hands to LAPACK has at most this many cells: a threaded
+#: LAPACK solve costs far more than its arithmetic on a loaded machine (201 cells: 312 ms
+#: against 0.33 ms single-threaded, load 9), while CG needs no LAPACK (issue 26 item 5)
+MAX_LAPACK_CELLS = 128
 #: the largest Newton system accepted: coarse cells, and atoms times coarse features (each
 #: entry costs a few dozen bytes of working memory across the solver's arrays)
 MAX_COARSE_CELLS = 1 << 28
@@ -345,6 +350,13 @@ class _Dual:
             if len(self.features) > 1
             else None
         )
+        # the largest system the direct solver hands to LAPACK: the border, or all
+        lapack = self.dense_cells
+        if self.groups is not None:
+            lapack = max(self.dense_cells - self.sizes[1], *(g.shape[1] for g in self.groups))
+        if lapack > MAX_LAPACK_CELLS:
+            self.direct = False
+            return
         # every atom's row in the dense system, per dense feature
         self.rows = [
             cell + int(off - offsets[1])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import inftda_sql
+from inftda_sql.core import lsq
 from inftda_sql.synthetic import DCLike, dc_like, dc_like_features, dc_like_flows
 
 pytestmark = pytest.mark.slow
@@ -66,13 +67,25 @@ def test_released_exactly_under_an_infinite_budget(
     assert r.total == d.trips_total == 250_000
 
 
-@pytest.mark.parametrize("kind", ["mixed", "tract"])
-def test_consistent_at_epsilon_one(dc: tuple[duckdb.DuckDBPyConnection, DCLike], kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "lapack", "solver"),
+    [("mixed", None, "cg"), ("tract", None, "cg"), ("tract", 4000, "direct")],
+)
+def test_consistent_at_epsilon_one(
+    dc: tuple[duckdb.DuckDBPyConnection, DCLike],
+    kind: str,
+    lapack: int | None,
+    solver: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Non-negative integers; every feature's view sums the leaves; the public total is met.
-    The mixed features (coarse cells 268K besides the largest) take the CG path; the tract
-    features (401 besides the 40K tract pairs) the direct one."""
+    The mixed features (coarse cells 268K besides the largest) take the CG path, and so do the
+    tract features (401 besides the 40K tract pairs: a 201-cell border for LAPACK) unless the
+    direct solver is allowed a larger dense system."""
+    if lapack is not None:
+        monkeypatch.setattr(lsq, "MAX_LAPACK_CELLS", lapack)
     con, d = dc
-    out = f"dc_eps_{kind}"
+    out = f"dc_eps_{kind}_{solver}"
     features = dc_like_features(kind)
     r = inftda_sql.release(
         con,
@@ -83,7 +96,7 @@ def test_consistent_at_epsilon_one(dc: tuple[duckdb.DuckDBPyConnection, DCLike],
         epsilon=1.0,
         output=out,
     )
-    assert r.mechanism_params["newton_solver"] == ("cg" if kind == "mixed" else "direct")
+    assert r.mechanism_params["newton_solver"] == solver
     assert r.total == 250_000
     got = leaves(con, out, '"count"')
     assert all(isinstance(n, int) and n > 0 for n in got.values())
