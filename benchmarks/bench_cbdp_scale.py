@@ -40,11 +40,12 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "paper" / "cbdp_scale_runs.jsonl"
-CASES = {
+#: feature set, budget, and the solver forced (None: the automatic choice)
+CASES: dict[str, tuple[str, dict[str, float], str | None]] = {
     "mixed-eps1": ("mixed", {"epsilon": 1.0}, None),
     "mixed-rhoinf": ("mixed", {"rho": float("inf")}, None),
     "tract-eps1": ("tract", {"epsilon": 1.0}, None),
-    "tract-eps1-cg": ("tract", {"epsilon": 1.0}, 0),
+    "tract-eps1-direct": ("tract", {"epsilon": 1.0}, "direct"),
 }
 
 
@@ -55,11 +56,14 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def _force(max_dense: int | None) -> None:
-    if max_dense is not None:
-        from inftda_sql.core import lsq
+def _force(solver: str | None) -> None:
+    """Force the CG path or the direct one (as far as it applies)."""
+    from inftda_sql.core import lsq
 
-        lsq.MAX_DENSE_CELLS = max_dense
+    if solver == "cg":
+        lsq.MAX_DENSE_CELLS = 0
+    elif solver == "direct":
+        lsq.MAX_DENSE_CELLS = lsq.MAX_LAPACK_CELLS = 4000
 
 
 def release_one(case: str) -> dict[str, Any]:
@@ -69,8 +73,8 @@ def release_one(case: str) -> dict[str, Any]:
     import inftda_sql
     from inftda_sql.synthetic.dc import dc_like, dc_like_features
 
-    kind, budget, max_dense = CASES[case]
-    _force(max_dense)
+    kind, budget, force = CASES[case]
+    _force(force)
     con = duckdb.connect()
     d = dc_like(con, seed=0)
     con.sql(f"SELECT count(*) FROM {d.trips}").fetchall()
@@ -105,17 +109,17 @@ def release_one(case: str) -> dict[str, Any]:
     }
 
 
-def odmts_one(db: str, max_dense: int | None) -> dict[str, Any]:
+def odmts_one(db: str, force: str | None) -> dict[str, Any]:
     """The 10.2M-cell release of reproduce_cbdp.py's scaling run, in this fresh process."""
     import inftda_sql.mechanisms
 
     sys.path.insert(0, str(HERE))
     from reproduce_cbdp import scaling_one  # type: ignore[import-not-found]
 
-    if max_dense is not None:
-        _force(max_dense)
+    if force is not None:
+        _force(force)
     row: dict[str, Any] = scaling_one(460, inftda_sql.mechanisms.DEFAULT_MAX_CELLS, db)
-    row["forced_cg"] = max_dense is not None
+    row["forced"] = force
     return row
 
 
@@ -245,13 +249,14 @@ def solver(args: argparse.Namespace) -> None:
         "mixed": _problem("mixed", 1.0),
         "odmts-811K": _odmts_problem(),
     }
-    cases = [("tract", 4000), ("tract", 0), ("mixed", 0), ("odmts-811K", 4000)]
-    cases += [("odmts-811K", 0)]
+    # (problem, MAX_DENSE_CELLS, MAX_LAPACK_CELLS): direct where allowed, else CG
+    cases = [("tract", 4000, 4000), ("tract", 0, 0), ("mixed", 0, 0)]
+    cases += [("odmts-811K", 4000, 4000), ("odmts-811K", 0, 0)]
     rows = []
     print(f"load before {os.getloadavg()}", flush=True)
     for _ in range(args.rounds):
-        for kind, max_dense in cases:
-            lsq.MAX_DENSE_CELLS = max_dense
+        for kind, max_dense, max_lapack in cases:
+            lsq.MAX_DENSE_CELLS, lsq.MAX_LAPACK_CELLS = max_dense, max_lapack
             t0 = time.perf_counter()
             sol = lsq.solve(problems[kind])
             row = {
@@ -375,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
 
         scaling_data(460, args.rest[0])
     elif args.what == "_odmts":
-        print(json.dumps(odmts_one(args.rest[0], 0 if args.cg else None)))
+        print(json.dumps(odmts_one(args.rest[0], "cg" if args.cg else None)))
     else:
         {"release": release, "solver": solver, "scipy": scipy_vs_numpy, "odmts": odmts}[args.what](
             args
