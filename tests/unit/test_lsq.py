@@ -326,3 +326,17 @@ def test_paper_sized_instance_converges() -> None:
     sol = solve(p)
     assert sol.newton_steps < 100
     assert kkt_residual(p, sol.x) < 1e-6
+
+
+def test_direct_solver_only_for_small_lapack_systems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The automatic choice: direct while its dense systems fit MAX_LAPACK_CELLS, else CG;
+    both reach the same optimum."""
+    problem, _ = lattice(
+        np.random.default_rng(9), na=8, nb=7, nt=4, ga=3, gb=3, scale=3.0, uniform=False
+    )
+    direct = solve(problem)
+    monkeypatch.setattr(lsq, "MAX_LAPACK_CELLS", 0)
+    iterative = solve(problem)
+    assert (direct.solver, iterative.solver) == ("direct", "cg")
+    assert direct.dense_cells > 0 and iterative.dense_cells == 0
+    assert problem.objective(iterative.x) == pytest.approx(problem.objective(direct.x), rel=1e-9)
