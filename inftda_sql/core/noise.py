@@ -197,6 +197,7 @@ __all__ = [
     "LAPLACE_CONV_MAX",
     "LAPLACE_TABLE_MAX",
     "LAPLACE_TAIL_BITS",
+    "SCALE_MAX",
     "SIGMA_CONV_MAX",
     "SIGMA_TABLE_MAX",
     "TAIL_BOUND",
@@ -219,6 +220,11 @@ SIGMA_CONV_MAX: float = 2.0**56
 """Largest sigma served by the convolution method (about 7.2e16; every draw stays below 2^62).
 
 Larger sigmas use the exact (slow) rejection sampler of Canonne, Kamath & Steinke."""
+
+SCALE_MAX: float = 2.0**57
+"""Largest sigma (and discrete Laplace scale) drawn from: about 1.4e17. The draws are int64;
+at this scale one falls outside it with probability below exp(-64) (Laplace; far less for the
+Gaussian), and noise this large already hides any count."""
 
 CONV_TAIL_T: int = 12
 """Tables of the convolution method cover [-K, K] with K = ceil(CONV_TAIL_T * s) + 1."""
@@ -797,7 +803,17 @@ def _draw_rejection(sigma: float, out: npt.NDArray[np.int64], source: RandomSour
 # ---------------------------------------------------------------------------------------------
 
 
+def _too_large(name: str, value: float) -> SpecError:
+    return SpecError(
+        f"{name} must be at most 2**57 (about 1.4e17) so that every draw fits int64, got "
+        f"{value!r}; noise that large hides any count: check the budget it was computed from",
+        param=name,
+    )
+
+
 def _draw(sigma: float, out: npt.NDArray[np.int64], source: RandomSource) -> None:
+    if sigma > SCALE_MAX:
+        raise _too_large("sigma", sigma)
     if out.size == 0 or sigma == 0.0:
         out[:] = 0
     elif sigma <= SIGMA_TABLE_MAX:
@@ -1086,6 +1102,8 @@ def _laplace_rational(bits: _Bits, t: int, s: int) -> int:
 
 
 def _draw_laplace(scale: float, out: npt.NDArray[np.int64], source: RandomSource) -> None:
+    if scale > SCALE_MAX:
+        raise _too_large("scale", scale)
     if out.size == 0 or scale == 0.0:
         out[:] = 0
     elif scale <= LAPLACE_TABLE_MAX:
