@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from ._errors import InputDataError, SpecError
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.sql import render, rows
 
 __all__ = ["COMPATIBLE_STORAGE_VERSION", "connect", "parse_storage_version", "storage_version"]
@@ -198,6 +199,7 @@ def storage_version(con: duckdb.DuckDBPyConnection, database: str | None = None)
     every DuckDB from 1.0 on opens, ``"v2.0.0"`` for DuckDB 2.0's own format. ``database`` is
     the name of an attached database (default: the current one).
     """
+    require_open(con, "storage_version")
     return _read_storage_version(con, database)
 
 

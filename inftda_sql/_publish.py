@@ -32,6 +32,7 @@ from .engines.duckdb.catalog import (
     resolve_files,
     split_name,
 )
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.ledger import (
     ReleaseRecord,
     charges,
@@ -81,6 +82,7 @@ def publish(
     Returns:
         The path of the new file.
     """
+    require_open(con, "publish")
     ref = _released_table(con, output)
     record = _latest_release(con, ref, output)
     if record.non_private and not allow_non_private:

@@ -37,6 +37,7 @@ from .core.features import FeatureSpec
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
 from .engines.base import Engine, R, Scan
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.records import ReleaseRecord
 from .mechanisms import (
@@ -393,6 +394,7 @@ def release(
         >>> con.execute("SELECT * FROM persons_private").fetchall()
         [('N', 'a', 2), ('S', 'c', 2)]
     """
+    require_open(con, "release")
     t_start = time.perf_counter()
     request = ReleaseRequest.from_args(
         table,
