@@ -16,7 +16,9 @@ import datetime as dt
 import json
 import math
 import numbers
+import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +26,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from ._errors import Arg, SpecError
+from ._errors import Arg, InftdaWarning, SpecError
 from ._release import _Stages
 from ._tables import text_table
 from ._version import __version__
@@ -34,12 +36,22 @@ from .core.accounting import (
     CountOfCountsAccounting,
     count_of_counts_accounting,
 )
-from .core.coc import CONSISTENCY, DEFAULT_CHUNK, MERGES, CocLevelStats, count_of_counts
+from .core.coc import (
+    CONSISTENCY,
+    DEFAULT_CHUNK,
+    MERGES,
+    CocLevelStats,
+    check_memory,
+    count_of_counts,
+    size_limit,
+)
 from .core.noise import draw_discrete_laplace
 from .core.rng import RandomSource, as_source
 from .core.spec import parse_hierarchy
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.count_of_counts import CocEngine, CocInputs, truncate_sizes
 from .engines.duckdb.ledger import ReleaseRecord
+from .mechanisms.base import available_memory
 
 __all__ = ["KIND", "CountOfCountsRelease", "release_count_of_counts"]
 
@@ -213,6 +225,7 @@ def release_count_of_counts(
         >>> con.execute("SELECT * FROM persons_count_of_counts").fetchall()
         [('A', 'a1', 1, 1), ('A', 'a1', 2, 1), ('A', 'a2', 1, 1)]
     """
+    require_open(con, "release_count_of_counts")
     t_start = time.perf_counter()
     spec = parse_hierarchy(hierarchy)
     if len(spec.chains) != 1:
@@ -272,13 +285,36 @@ def release_count_of_counts(
         budget_note = engine.check_budget(requested, override=bool(budget_override))
         with stages("domain"):
             engine.resolve()
-            engine.domain()
+            tree, per_leaf = engine.domain()
+        memory = _memory()
+        check_memory(
+            method,
+            max(tree.sizes),
+            int(per_leaf.sum()),
+            max_size=max_size,
+            min_size=min_size,
+            chunk=chunk,
+            available=memory,
+        )
         with stages("scan"):
             levels, largest = engine.scan(max_size=max_size)
         with stages("noise"):
             estimated = max_size is None
             if max_size is None:
                 max_size = _estimate_max_size(largest, acct, min_size, source)
+                limit = None if memory is None else size_limit(method, min_size, memory)
+                if limit is not None and max_size > limit:  # post-processing of a noisy value
+                    max_size = limit
+                    warnings.warn(
+                        InftdaWarning(
+                            f"the private estimate of max_size was clipped to {limit:,}, the "
+                            f"largest the {method!r} estimator fits in memory; pass ",
+                            Arg("max_size"),
+                            " to choose it",
+                            param="max_size",
+                        ),
+                        stacklevel=2,
+                    )
                 levels = [truncate_sizes(lv, max_size) for lv in levels]
             result = count_of_counts(
                 levels,
@@ -336,6 +372,17 @@ def release_count_of_counts(
 
 def input_description(table: object) -> str:
     return table if isinstance(table, str) else "<relation>"
+
+
+def _memory() -> int | None:
+    """Bytes of memory available now, or the machine's physical memory where that is unknown."""
+    available = available_memory()
+    if available is None:
+        try:
+            available = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    return available
 
 
 def _estimate_max_size(
