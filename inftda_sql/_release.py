@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ._errors import Arg, SpecError
+from ._errors import Arg, BudgetError, SpecError
 from ._frames import convert
 from ._interrupts import Scope, settle_imports
 from ._request import ReleaseRequest
@@ -34,6 +34,7 @@ from ._tables import html_table, text_table
 from ._version import __version__
 from .core.accounting import COMPOSES_IN_RHO, Accounting
 from .core.features import FeatureSpec
+from .core.noise import SCALE_MAX
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
 from .engines.base import Engine, R, Scan
@@ -396,6 +397,11 @@ def release(
     """
     require_open(con, "release")
     t_start = time.perf_counter()
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            f"progress must be a function of one level's statistics, got {progress!r}",
+            param="progress",
+        )
     request = ReleaseRequest.from_args(
         table,
         hierarchy=hierarchy,
@@ -460,6 +466,7 @@ def run_release(
         engine.resolve()
         chains = engine.code_domains()
         accounting = request.account(chains)  # public domain only: no data read yet
+        check_noise_range(accounting.level_sigma)
     with stages("scan"):
         scan = engine.scan()
     with stages("topdown"):
@@ -511,6 +518,23 @@ def run_release(
         return_as=request.return_as,
         released=released,
     )
+
+
+def check_noise_range(sigmas: Sequence[float]) -> None:
+    """Refuse, from the accounting alone (before the data is read), a budget whose noise
+    scale is beyond what the samplers draw (``SCALE_MAX``: draws must fit int64)."""
+    largest = max(sigmas, default=0.0)
+    if largest > SCALE_MAX:
+        raise BudgetError(
+            f"the budget is so small that a level's noise has sigma {largest:.3g}, above the "
+            "2**57 (about 1.4e17) that the samplers draw from, and far above any count; raise ",
+            Arg("rho"),
+            " (or ",
+            Arg("epsilon"),
+            ") or lower ",
+            Arg("contribution"),
+            param="rho",
+        )
 
 
 def _release_features(

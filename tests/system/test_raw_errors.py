@@ -286,3 +286,80 @@ def test_csv_line_errors_reach_sql_users_too(tmp_path: Path) -> None:
     inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=1.0, output="o")
     with pytest.raises(InputDataError, match=re.escape("late.csv': line 30002 has 2 fields")):
         inftda_sql.evaluate(con, str(tmp_path / "late.csv"), "o", hierarchy=GEO)
+
+
+# ----------------------------------------------------------------- found by trying bad input
+
+
+@pytest.mark.parametrize("options", [{"rho": 1e-300}, {"rho": 1e-40}, {"contribution": 10**30}])
+def test_a_budget_too_small_to_draw_is_refused_before_the_data_is_read(
+    options: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Noise beyond the samplers' range (sigma 1.7e150 for rho=1e-300) stopped with the
+    sampler's OverflowError after the scan; now the accounting is checked first, naming the
+    parameters to change, on both front ends."""
+    con = duckdb.connect()
+    _db(con)
+    con.execute(
+        "CREATE VIEW guarded AS SELECT * FROM persons WHERE error('the private rows were read') "
+        "IS NULL"
+    ).fetchall()
+    kw: dict[str, Any] = {"hierarchy": GEO, "domain": "geo", "rho": 1.0, **options}
+    with pytest.raises(inftda_sql.BudgetError) as info:
+        inftda_sql.release(con, "guarded", **kw)
+    message = str(info.value)
+    assert "the budget is so small that a level's noise has sigma " in message
+    assert "raise rho= (or epsilon=) or lower contribution=" in message
+    db = tmp_path / "data.duckdb"
+    with duckdb.connect(str(db)) as file_con:
+        _db(file_con)
+    argv = ["release", str(db), "persons", "--hierarchy", ",".join(GEO), "--domain", "geo"]
+    argv += ["--rho", str(options.get("rho", 1.0))]
+    argv += ["--contribution", str(options["contribution"])] if "contribution" in options else []
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "raise --rho (or --epsilon) or lower --contribution" in err
+
+
+def test_progress_that_is_not_a_function(con: duckdb.DuckDBPyConnection) -> None:
+    _db(con)
+    with pytest.raises(SpecError, match="progress must be a function of one level's statistics"):
+        inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=1.0, progress=5)  # type: ignore[arg-type]
+
+
+def test_a_non_ascii_column_in_another_case_is_named_not_a_binder_error(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """DuckDB folds the case of ASCII letters only: "MÜÑ" does not bind müñ. The lookup said
+    it existed and DuckDB's Binder Error followed; now the spelling to write is named."""
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('N', 'a')) v(\"Région\", \"müñ\")"
+    ).fetchall()
+    with pytest.raises(InputDataError) as info:
+        inftda_sql.release(con, "t", hierarchy=["Région", "MÜÑ"], domain_from_data=True, rho=1.0)
+    assert "column 'MÜÑ' (hierarchy column) is spelled 'müñ'" in str(info.value)
+    assert "write 'müñ'" in str(info.value)
+    inftda_sql.release(con, "t", hierarchy=["RéGION", "müñ"], domain_from_data=True, rho=1.0)
+
+
+def test_an_empty_csv_file_is_called_empty(tmp_path: Path) -> None:
+    (tmp_path / "empty.csv").write_text("", encoding="utf-8")
+    with pytest.raises(InputDataError) as info:
+        inftda_sql.release(
+            duckdb.connect(), str(tmp_path / "empty.csv"), hierarchy=GEO, domain_from_data=True,
+            rho=1.0, output="o",
+        )  # fmt: skip
+    assert "empty.csv' is empty; it needs a header line" in str(info.value)
+    assert "column0" not in str(info.value)
+
+
+def test_the_pandas_drop_in_names_itself_for_a_closed_connection() -> None:
+    import pandas as pd
+
+    from inftda_sql.pandas import inf_tda
+
+    con = duckdb.connect()
+    con.close()
+    data = pd.Series([1, 2], index=pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")]))
+    with pytest.raises(SpecError, match=r"^inf_tda: the connection is closed; "):
+        inf_tda(data, (1.0, 1e-8), 1, con=con)

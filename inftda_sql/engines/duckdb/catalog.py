@@ -561,6 +561,11 @@ def _check_csv_fields(con: duckdb.DuckDBPyConnection, files: FileInput, source: 
     if len(source.names) != 1:
         return
     (header,) = source.names.values()
+    if all(os.path.getsize(f) == 0 for f in files.files):
+        raise InputDataError(
+            f"CSV file {files.pattern!r} is empty; it needs a header line naming its columns "
+            "and a line per row"
+        )
     delimiter = next((d for d in _CSV_DELIMITERS if d in header), None)
     if delimiter is None:
         return
@@ -597,12 +602,27 @@ class Source:
     def column(self, name: str, role: str, error: type[Exception] = InputDataError) -> str:
         """The stored spelling of column ``name``, or a clear error listing what exists."""
         try:
-            return self.names[name.lower()]
+            stored = self.names[name.lower()]
         except KeyError:
             available = ", ".join(self.names.values())
             raise error(
                 f"column {name!r} ({role}) not in {self.description}; available: {available}"
             ) from None
+        if not _same_for_duckdb(stored, name):
+            raise error(
+                f"column {name!r} ({role}) is spelled {stored!r} in {self.description}; DuckDB "
+                f"ignores the case of ASCII letters only: write {stored!r}"
+            )
+        return stored
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _same_for_duckdb(a: str, b: str) -> bool:
+    """Whether DuckDB binds identifier ``b`` to ``a``: it folds the case of ASCII letters only
+    (``"MÜÑ"`` does not bind ``müñ``)."""
+    return a.translate(_ASCII_LOWER) == b.translate(_ASCII_LOWER)
 
 
 def type_family(duck_type: str) -> str:
