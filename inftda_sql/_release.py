@@ -556,6 +556,7 @@ def _release_features(
             lattice = engine.code_lattice()
             mech.check_size(lattice, request.max_cells)
             acct = request.account()  # public domain only: no data read yet
+            check_noise_range(acct.level_sigma)
         with stages("scan"):
             scan, true_counts = engine.feature_counts(lattice)
         with stages("mechanism"):

@@ -363,3 +363,19 @@ def test_the_pandas_drop_in_names_itself_for_a_closed_connection() -> None:
     data = pd.Series([1, 2], index=pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")]))
     with pytest.raises(SpecError, match=r"^inf_tda: the connection is closed; "):
         inf_tda(data, (1.0, 1e-8), 1, con=con)
+
+
+@pytest.mark.parametrize("budget", [{"rho": 1e-300}, {"epsilon": 1e-300}])
+def test_a_feature_release_checks_its_noise_range_before_the_scan(
+    con: duckdb.DuckDBPyConnection, budget: dict[str, float]
+) -> None:
+    _db(con)
+    con.execute(
+        "CREATE VIEW guarded AS SELECT * FROM persons WHERE error('the private rows were read') "
+        "IS NULL"
+    ).fetchall()
+    with pytest.raises(inftda_sql.BudgetError, match="the budget is so small that a level's"):
+        inftda_sql.release(
+            con, "guarded", mechanism="cbdp", domain="geo",
+            features={"r": ["region"], "m": GEO}, **budget,
+        )  # fmt: skip
