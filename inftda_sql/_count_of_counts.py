@@ -41,10 +41,9 @@ from .core.coc import (
     DEFAULT_CHUNK,
     MERGES,
     CocLevelStats,
-    check_memory,
     count_of_counts,
-    size_limit,
 )
+from .core.coc_memory import check_memory, size_limit
 from .core.noise import draw_discrete_laplace
 from .core.rng import RandomSource, as_source
 from .core.spec import parse_hierarchy

@@ -70,7 +70,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .._errors import Arg, InternalError, SpecError
+from .._errors import InternalError, SpecError
 from .accounting import COC_METHODS, CountOfCountsAccounting
 from .arrays import F64, I64
 from .isotonic import SegmentedIsotonic
@@ -78,7 +78,6 @@ from .noise import draw_discrete_laplace
 from .rng import RandomSource
 
 __all__ = [
-    "BYTES_PER_ENTRY",
     "CONSISTENCY",
     "MERGES",
     "CocLevel",
@@ -86,14 +85,11 @@ __all__ = [
     "CocResult",
     "Histograms",
     "Runs",
-    "check_memory",
-    "chunk_entries",
     "count_of_counts",
     "emd_per_node",
     "estimate_level",
     "levels_from_leaves",
     "match_and_merge",
-    "size_limit",
 ]
 
 #: how the levels are made consistent
@@ -256,94 +252,6 @@ def _prefetched(make: Callable[[T], I64], items: Sequence[T]) -> Iterator[I64]:
             if nxt is not None:
                 pending = pool.submit(make, nxt)
             yield ready
-
-
-#: working memory per noisy entry of a chunk: the true (cumulative) histogram, its noise, the
-#: isotonic fit's blocks and the next chunk drawn meanwhile (measured 44 to 66 bytes)
-BYTES_PER_ENTRY = 80
-
-
-def chunk_entries(
-    method: str, n_nodes: int, groups: int, max_size: int, min_size: int, chunk: int
-) -> int:
-    """The noisy entries an estimator holds at once for a level of ``n_nodes`` nodes holding
-    ``groups`` groups in all: a chunk of whole nodes of ``max_size - min_size (+ 1)`` sizes each
-    (cumulative, naive), or of ``chunk`` groups (unattributed). Public inputs only.
-
-    Example:
-        >>> chunk_entries("cumulative", 3, 10, max_size=10**12, min_size=1, chunk=2**20)
-        999999999999
-        >>> chunk_entries("unattributed", 3, 10, max_size=10**12, min_size=1, chunk=2**20)
-        10
-    """
-    if method == "unattributed":
-        return min(chunk, groups)
-    width = max_size - min_size + (1 if method == "naive" else 0)
-    if width <= 0:
-        return 0
-    return min(max(1, chunk // width), n_nodes) * width
-
-
-def size_limit(method: str, min_size: int, available: int) -> int | None:
-    """The largest ``max_size`` whose one-node chunk fits ``available`` bytes (None: the
-    estimator's memory does not grow with ``max_size``)."""
-    if method == "unattributed":
-        return None
-    return max(min_size + 1, min_size + available // BYTES_PER_ENTRY - (method == "naive"))
-
-
-def check_memory(
-    method: str,
-    n_nodes: int,
-    groups: int,
-    *,
-    max_size: int | None,
-    min_size: int,
-    chunk: int,
-    available: int | None,
-) -> None:
-    """Refuse, before the private data is read, a ``max_size`` (or ``chunk``) whose chunks of
-    noisy entries (:func:`chunk_entries` of the largest level) need more memory than is
-    ``available``; ``max_size`` None checks the smallest size (it is estimated later, and
-    clipped to :func:`size_limit`)."""
-    if available is None:
-        return
-    size = max(min_size + 1, 2) if max_size is None else max_size
-    entries = chunk_entries(method, n_nodes, groups, size, min_size, chunk)
-    need = entries * BYTES_PER_ENTRY
-    if need <= available:
-        return
-    gib = f"about {_bytes(need)} of working memory, but {_bytes(available)} is available"
-    if (
-        max_size is not None
-        and method != "unattributed"
-        and chunk_entries(method, 1, groups, max_size, min_size, 1) * BYTES_PER_ENTRY > available
-    ):
-        raise SpecError(
-            Arg("max_size", max_size, ","),
-            f" needs {gib}: the {method!r} estimator holds the {max_size:,} sizes of a region "
-            "at once; pass a smaller ",
-            Arg("max_size"),
-            f" (at most {size_limit(method, min_size, available):,} here; larger groups count "
-            "as max_size) or ",
-            Arg("method", "unattributed"),
-            " (its memory does not grow with max_size)",
-            param="max_size",
-        )
-    raise SpecError(
-        Arg("chunk", chunk, ","),
-        f" needs {gib}; pass a smaller ",
-        Arg("chunk"),
-        f" (the default is {DEFAULT_CHUNK:,})",
-        param="chunk",
-    )
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:,} bytes"
 
 
 def _node_chunks(n_nodes: int, per_node: int, chunk: int) -> list[tuple[int, int]]:

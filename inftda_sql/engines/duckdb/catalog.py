@@ -58,7 +58,8 @@ from ...core.names import (
     split_name,
 )
 from . import compile as _compile
-from .compile import describe, drop_temp_view, string_literal
+from .compile import describe, drop_temp_view
+from .csv_errors import check_csv_fields
 from .sql import ident, render, rows, run, scalar
 
 __all__ = [
@@ -544,42 +545,10 @@ def _file_source(
         ) from None
     if files.format == "csv":
         try:
-            _check_csv_fields(con, files, source)
+            check_csv_fields(con, files.pattern, files.files, source.names.values())
         except InputDataError as exc:
             raise error(f"{role}: ", *exc.parts, param=param) from None
     return source
-
-
-_CSV_DELIMITERS = (",", ";", "\t", "|")
-
-
-def _check_csv_fields(con: duckdb.DuckDBPyConnection, files: FileInput, source: Source) -> None:
-    """DuckDB's sniffer reads a CSV file whose lines have different numbers of fields as one
-    column named after the whole header line (``'region,province,mun'``). Read such a file
-    again with the delimiter its header shows, so that the first line that does not fit is
-    named (the InputDataError of :func:`~.sql.csv_error`) instead of a missing column."""
-    if len(source.names) != 1:
-        return
-    (header,) = source.names.values()
-    if all(os.path.getsize(f) == 0 for f in files.files):
-        raise InputDataError(
-            f"CSV file {files.pattern!r} is empty; it needs a header line naming its columns "
-            "and a line per row"
-        )
-    delimiter = next((d for d in _CSV_DELIMITERS if d in header), None)
-    if delimiter is None:
-        return
-    names = [n.strip().strip('"') for n in header.split(delimiter)]
-    if not all(names) or len({n.lower() for n in names}) != len(names):
-        return
-    columns = ", ".join(f"{string_literal(n)}: 'VARCHAR'" for n in names)
-    paths = ", ".join(string_literal(f) for f in files.files)
-    sql = (
-        f"SELECT count(*) FROM read_csv([{paths}], auto_detect=false, header=true, "
-        f"delim={string_literal(delimiter)}, quote='\"', escape='\"', columns={{{columns}}})"
-    )
-    with contextlib.suppress(duckdb.Error):  # another problem: the columns as DuckDB read them
-        rows(con, sql)
 
 
 def _first_line(exc: BaseException) -> str:

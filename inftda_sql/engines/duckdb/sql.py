@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import string
 from collections.abc import Iterator, Mapping
 from importlib import resources
@@ -23,12 +22,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ..._errors import InputDataError
 from ..._interrupts import is_interrupt
 
 __all__ = [
     "arrow",
-    "csv_error",
     "ident",
     "qualified",
     "render",
@@ -95,67 +92,18 @@ def render(name: str, /, **parts: str) -> str:
 def _interruptible() -> Iterator[None]:
     """DuckDB's reports of a Ctrl-C during a query, raised as the KeyboardInterrupt they were
     (so that no ``except duckdb.Error`` of a caller takes one for a database error); a CSV
-    file that cannot be parsed, as the :class:`InputDataError` of :func:`csv_error`."""
+    file that cannot be parsed, as the InputDataError of :func:`.csv_errors.csv_error`."""
     try:
         yield
     except (RuntimeError, duckdb.Error) as exc:
         if is_interrupt(exc):
             raise KeyboardInterrupt from exc
+        from .csv_errors import csv_error  # here: csv_errors imports this module
+
         translated = csv_error(exc)
         if translated is not None:
             raise translated from None
         raise
-
-
-_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
-_CSV_FILE = re.compile(r"^\s*file = (.+)$", re.MULTILINE)
-_CSV_FIELDS = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
-_CSV_COLUMN = re.compile(r'converting column "(.+?)"\..*? to \'(.+?)\'')
-
-
-def csv_error(exc: BaseException) -> InputDataError | None:
-    """DuckDB's error for a line of a CSV file it cannot parse, as an InputDataError naming the
-    file, the line, what is wrong and the fix (None for any other error). The line's content,
-    which is private, is left out.
-
-    Example:
-        >>> exc = duckdb.InvalidInputException(
-        ...     "Invalid Input Error: CSV Error on Line: 3\\nOriginal Line: a,b\\n"
-        ...     "Expected Number of Columns: 3 Found: 2\\n\\n  file = /d/trips.csv\\n")
-        >>> print(csv_error(exc))  # doctest: +NORMALIZE_WHITESPACE
-        CSV file '/d/trips.csv': line 3 has 2 fields, but its header has 3; fix the file, or
-        read it into a table or view with read_csv('/d/trips.csv', null_padding=true) (missing
-        fields become NULL) and name that instead
-    """
-    text = str(exc)
-    line = _CSV_LINE.search(text)
-    if line is None:
-        return None
-    found = _CSV_FILE.search(text)
-    path = found.group(1).strip() if found else "?"
-    where = f"CSV file {path!r}: line {line.group(1)}"
-    fields = _CSV_FIELDS.search(text)
-    if fields:
-        return InputDataError(
-            f"{where} has {fields.group(2)} fields, but its header has {fields.group(1)}; fix "
-            f"the file, or read it into a table or view with read_csv({path!r}, "
-            "null_padding=true) (missing fields become NULL) and name that instead"
-        )
-    column = _CSV_COLUMN.search(text)
-    if column:
-        name, kind = column.groups()
-        return InputDataError(
-            f"{where}: column {name!r} holds a value that is not {kind}, the type DuckDB "
-            f"guessed from the lines before; fix the file, or read it into a table or view with "
-            f"read_csv({path!r}, types={{{name!r}: 'VARCHAR'}}) (or sample_size=-1) and name "
-            "that instead"
-        )
-    lines = [part for part in text.splitlines()[2:3] if part.strip()]
-    what = f" ({lines[0].strip()})" if lines and "Original Line" not in lines[0] else ""
-    return InputDataError(
-        f"{where} cannot be parsed{what}; fix the file, or read it into a table or view with "
-        f"read_csv({path!r}, ...) and the options it needs, and name that instead"
-    )
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> None:
