@@ -3,11 +3,11 @@
 The package is organised as the pipeline of a release:
 
 * **specifying the privacy guarantee**: :class:`Budget` (rho-zCDP, or (epsilon, delta) converted
-  to rho) and :class:`Accounting` (per-level sensitivity, rho and sigma) -- ``_accounting.py``;
+  to rho) and :class:`Accounting` (per-level sensitivity, rho and sigma) -- ``core/accounting/``;
 * **noise**: :func:`sample_discrete_gaussian`, exact up to a proven 2**-73 statistical distance
-  per draw, from the operating system's CSPRNG by default -- ``_noise.py``;
+  per draw, from the operating system's CSPRNG by default -- ``core/noise/``;
 * **post-processing**: :func:`intopt`, the integer Chebyshev projection of InfTDA, vectorised over
-  many parents -- ``_intopt.py``;
+  many parents -- ``core/intopt.py``;
 * **releasing a table**: :func:`release` compiles the hierarchy into DuckDB SQL (``sql/``), runs the
   TopDown pass and writes the private table and its ledger row atomically -- ``_release.py``;
   its input and :class:`Domain` may be tables or parquet/CSV files, one geography serving every
@@ -42,10 +42,14 @@ Errors are subclasses of :class:`InftdaError` (see ``_errors.py``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from . import _start
 
-from ._version import __version__
+_start.guard()  # the command line's start: Ctrl-C waits for cli.main() (see _start.py)
+
+import importlib  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from ._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from ._budget import Ledger, ledger, set_budget

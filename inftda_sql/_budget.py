@@ -24,7 +24,7 @@ import duckdb
 
 from ._errors import Func, SpecError
 from ._tables import Column, text_table
-from .core.accounting import COMPOSES_IN_RHO, Budget
+from .core.accounting import Budget
 from .engines.duckdb.catalog import (
     file_spelling,
     home_database,
@@ -266,8 +266,9 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
         for key in charge.keys or (charge.input_table,):
             e = entry(key)
             e["releases"] += 1
-            if charge.guarantee in COMPOSES_IN_RHO and charge.rho is not None:
-                e["spent_rho"] += charge.rho
+            charged = charge.charged_rho
+            if charged is not None:
+                e["spent_rho"] += charged
             else:
                 e["approx_dp_releases"] += 1
     for key, _ in budgets.values():

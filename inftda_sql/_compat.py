@@ -15,15 +15,19 @@ DuckDB file); :func:`storage_version` tells which format a database has.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import time
 from pathlib import Path
+from typing import NoReturn
 
 import duckdb
 
-from ._errors import InputDataError, SpecError
+from ._errors import Arg, InputDataError, SpecError
 from .engines.duckdb.connection import require_open
 from .engines.duckdb.sql import render, rows
+from .engines.duckdb.write import check_timeout
 
 __all__ = ["COMPATIBLE_STORAGE_VERSION", "connect", "parse_storage_version", "storage_version"]
 
@@ -103,11 +107,47 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+def _locked(exc: duckdb.Error) -> bool:
+    """DuckDB could not lock the file: another process has it open."""
+    return "lock" in str(exc).lower() and "different configuration" not in str(exc)
+
+
+def _connect_error(
+    exc: duckdb.Error, name: str, storage_version: str | None, waited: float | None
+) -> NoReturn:
+    """Raise the clear error for DuckDB's failure to open ``name`` (``waited``: seconds spent
+    waiting for another program's lock, if it was waited for)."""
+    message = str(exc)
+    if "not a known DuckDB version" in message:
+        raise SpecError(
+            f"storage_version {storage_version!r} is not a DuckDB version this DuckDB "
+            f"({duckdb.__version__}) knows; use e.g. 'v1.0.0' or 'latest'",
+            param="storage_version",
+        ) from None
+    if "different configuration" in message:
+        raise InputDataError(
+            f"{name!r} is already open in this process with other settings; close those "
+            "connections first (con.close()), then connect again"
+        ) from None
+    if _locked(exc):
+        still = "" if waited is None else f", still after waiting {waited:.1f} s"
+        raise InputDataError(
+            f"{name!r} is open in another program{still} ({_first_line(exc)}); close it there "
+            "(DBeaver: Disconnect; DuckDB CLI: .quit) and retry, or wait for it with ",
+            Arg("timeout", 60 if waited is None else max(60, 2 * math.ceil(waited))),
+            param="timeout",
+        ) from None
+    raise InputDataError(
+        f"{name!r} cannot be opened as a DuckDB database: {_first_line(exc)}"
+    ) from None
+
+
 def connect(
     path: str | os.PathLike[str] = ":memory:",
     *,
     storage_version: str | None = None,
     read_only: bool = False,
+    timeout: float | None = 0,
 ) -> duckdb.DuckDBPyConnection:
     """Open (or create) a DuckDB database, optionally in a storage format older clients read.
 
@@ -119,6 +159,9 @@ def connect(
             own format. An existing file keeps the format it was created with: asking for an
             older one than it has is an error that says how to copy it.
         read_only: open without writing (the file must exist).
+        timeout: seconds to wait while another program (another process) has the file open:
+            DuckDB lets one process at a time open a file for writing. 0 or None (default):
+            fail at once, saying so.
 
     Returns:
         A DuckDB connection.
@@ -137,6 +180,7 @@ def connect(
         'v1.0.0'
         >>> con.close(); folder.cleanup()
     """
+    timeout = check_timeout(timeout)
     wanted: tuple[int, int, int] | None = None
     if storage_version is not None and storage_version != "latest":
         if not isinstance(storage_version, str):
@@ -153,29 +197,19 @@ def connect(
     config: dict[str, str | bool | int | float | list[str]] = {}
     if wanted is not None and storage_version is not None:
         config["storage_compatibility_version"] = storage_version
-    try:
-        con = duckdb.connect(name, read_only=read_only, config=config)
-    except duckdb.Error as exc:
-        message = str(exc)
-        if "not a known DuckDB version" in message:
-            raise SpecError(
-                f"storage_version {storage_version!r} is not a DuckDB version this DuckDB "
-                f"({duckdb.__version__}) knows; use e.g. 'v1.0.0' or 'latest'",
-                param="storage_version",
-            ) from None
-        if "different configuration" in message:
-            raise InputDataError(
-                f"{name!r} is already open in this process with other settings; close those "
-                "connections first (con.close()), then connect again"
-            ) from None
-        if "lock" in message.lower():
-            raise InputDataError(
-                f"{name!r} is open in another program ({_first_line(exc)}); close it there "
-                "(DBeaver: Disconnect; DuckDB CLI: .quit) and retry"
-            ) from None
-        raise InputDataError(
-            f"{name!r} cannot be opened as a DuckDB database: {_first_line(exc)}"
-        ) from None
+    started = time.monotonic()
+    pause = 0.05
+    while True:
+        try:
+            con = duckdb.connect(name, read_only=read_only, config=config)
+            break
+        except duckdb.Error as exc:
+            waited = time.monotonic() - started
+            if _locked(exc) and timeout and waited + pause <= timeout:
+                time.sleep(pause)  # the other program may close it meanwhile
+                pause = min(1.0, 2 * pause)
+                continue
+            _connect_error(exc, name, storage_version, waited if timeout else None)
     if wanted is not None and existed:
         has = _read_storage_version(con, None)
         if has is not None and parse_storage_version(has) > max(

@@ -37,8 +37,9 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
         "inftda_sql.spark needs pyspark (with pandas and pyarrow): pip install 'inftda-sql[spark]'"
     ) from exc
 
-from ._release import Release, run_release
+from ._pipeline import run_release
 from ._request import ReleaseRequest
+from ._result import Release
 from .core.tree import LevelStats
 from .engines.records import ReleaseRecord
 from .engines.spark.engine import SparkEngine
@@ -66,6 +67,7 @@ def release(
     distinct: bool = False,
     split: Sequence[float] | None = None,
     count: str | None = None,
+    microdata: bool = False,
     output: str | None = None,
     overwrite: bool = False,
     mechanism: str = "inftda",
@@ -116,6 +118,7 @@ def release(
         budget_override=budget_override,
         levels_view=levels_view,
         max_cells=max_cells,
+        microdata=microdata,
     )
     with SparkEngine(spark, request, scratch=scratch) as engine:
         return run_release(engine, request, progress, t_start)

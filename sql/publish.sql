@@ -11,3 +11,7 @@ USE $database
 
 -- name: detach
 DETACH $alias
+
+-- name: database_files
+-- the files of the attached databases (an in-memory database has none)
+SELECT database_name, path FROM duckdb_databases() WHERE coalesce(path, '') <> ''

@@ -27,7 +27,9 @@ release that takes more than a moment draws a progress bar on stderr when stderr
 
 Ctrl-C (:mod:`inftda_sql._interrupts`): before a release commits, it cancels everything (exit
 130, nothing recorded); once it has committed, the command finishes and exits 0 (a note says the
-Ctrl-C came too late). DuckDB's ``RuntimeError('Query interrupted')`` counts as a Ctrl-C.
+Ctrl-C came too late). DuckDB's ``RuntimeError('Query interrupted')`` counts as a Ctrl-C. So
+does one while the program starts and imports this package (:mod:`inftda_sql._start`): exit
+130, no traceback.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import sys
 from collections.abc import Sequence
 
 from .._interrupts import Scope, critical, is_interrupt, settle_imports
+from .._start import take_over
 
 __all__ = ["EXIT_INTERRUPTED", "main"]
 
@@ -57,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv  # accepted anywhere on the line, before or after the command
     work = Scope(deliver=False, keep=own_process)
     try:
+        if take_over():  # Ctrl-C while Python imported this package (see _start.py)
+            return _interrupted()
         with work:
             code = _run([a for a in argv if a != "--debug"], debug=debug)
     except KeyboardInterrupt:  # while importing the library, or reporting an error

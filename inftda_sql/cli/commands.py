@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 
@@ -32,6 +32,7 @@ from ..core.domains import Domain
 from ..core.names import file_spelling
 from ..engines.duckdb.ledger import read_releases
 from ..engines.duckdb.sql import ident, render, rows, run, scalar
+from ..engines.duckdb.write import DEFAULT_TIMEOUT
 from . import console
 from .parse import (
     UsageError,
@@ -90,15 +91,22 @@ def _require_matplotlib(feature: str) -> None:
 
 
 def _open(
-    path: str, *, read_only: bool = False, storage: str | None = None
+    path: str, *, read_only: bool = False, storage: str | None = None, timeout: float | None = 0
 ) -> duckdb.DuckDBPyConnection:
-    """Open an existing database file (``connect`` explains paths that are not one)."""
+    """Open an existing database file (``connect`` explains paths that are not one), waiting
+    up to ``timeout`` seconds while another program has it open."""
     if not Path(path).exists():
         raise InftdaError(
             f"database file {path!r} does not exist; check the path (or run "
             "`inftda-sql demo` to create demo.duckdb)"
         )
-    return connect(path, read_only=read_only, storage_version=storage)
+    return connect(path, read_only=read_only, storage_version=storage, timeout=timeout)
+
+
+def _timeout(options: dict[str, Any]) -> float | None:
+    """The ``timeout`` of a release's options (its default if not given): also how long the
+    command waits for the file."""
+    return cast("float | None", options.get("timeout", DEFAULT_TIMEOUT))
 
 
 def _storage_note(con: duckdb.DuckDBPyConnection, db: str) -> str | None:
@@ -232,9 +240,13 @@ def release_(args: argparse.Namespace) -> int:
     db = Path(args.db)
     create = file_spelling(args.table) is not None and not db.exists()
     if create:
-        con = connect(db, storage_version=args.storage_version or COMPATIBLE_STORAGE_VERSION)
+        con = connect(
+            db,
+            storage_version=args.storage_version or COMPATIBLE_STORAGE_VERSION,
+            timeout=_timeout(options),
+        )
     else:
-        con = _open(args.db, storage=args.storage_version)
+        con = _open(args.db, storage=args.storage_version, timeout=_timeout(options))
     done = False
     try:
         if "features" in options:  # one line per feature query, numbered from 1
@@ -274,7 +286,7 @@ def count_of_counts(args: argparse.Namespace) -> int:
     options = count_of_counts_options(args)
     with _installed("count-of-counts"):
         from .._count_of_counts import release_count_of_counts
-    con = _open(args.db)
+    con = _open(args.db, timeout=_timeout(options))
     try:
         r = release_count_of_counts(con, args.table, **options)
     finally:

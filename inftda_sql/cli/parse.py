@@ -14,6 +14,7 @@ from typing import Any
 
 from .._compat import COMPATIBLE_STORAGE_VERSION
 from .._errors import SpecError
+from .._options import RELEASE_OPTIONS, Option
 from .._request import CHECK_ANCESTORS
 from .._version import __version__
 from ..core.domains import Domain
@@ -142,16 +143,9 @@ def _counts(text: str) -> list[int]:
 
 #: the keys a release config may hold: the keyword arguments of release(), but those that only
 #: make sense in Python (progress: a callback; return_as: the released table as a Python object)
-RELEASE_KEYS = frozenset({
-    "hierarchy", "domain", "tree", "rho", "epsilon", "delta", "conversion", "privacy",
-    "contribution", "distinct", "split", "count", "output", "overwrite", "mechanism", "seed",
-    "domain_from_data", "levels_view", "max_cells", "privacy_unit", "budget_override",
-    "features", "structure", "weights",
-    "check_ancestors",
-})  # fmt: skip
+RELEASE_KEYS = frozenset(o.name for o in RELEASE_OPTIONS if o.toml)
 #: keys of a release config that are no keyword of release(): the file's own spelling of flags
 CONFIG_ONLY_KEYS = frozenset({"domain_columns"})
-_BUDGET_FLAGS = ("rho", "epsilon", "delta", "conversion", "privacy", "contribution", "split")
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -193,19 +187,16 @@ def release_options(args: argparse.Namespace) -> dict[str, Any]:
         if "domain" not in options:
             raise UsageError("inftda-sql release: --domain-columns goes with --domain")
         options["domain"] = _with_columns(options["domain"], columns)
-    for key in (
-        *_BUDGET_FLAGS, "tree", "count", "output", "mechanism", "seed", "max_cells", "privacy_unit",
-        "structure", "weights",
-        "check_ancestors",
-    ):  # fmt: skip
-        value = getattr(args, key)
-        if value is not None:
-            options[key] = value
-    for key in ("overwrite", "distinct", "domain_from_data", "budget_override"):
-        if getattr(args, key):
-            options[key] = True
-    if args.no_levels_view:
-        options["levels_view"] = False
+    for opt in RELEASE_OPTIONS:
+        if opt.flag is None or opt.cli == "append":  # Python-only, or read above
+            continue
+        value = getattr(args, _dest(opt))
+        if opt.cli == "value" and value is not None:
+            options[opt.name] = value
+        elif opt.cli == "true" and value:
+            options[opt.name] = True
+        elif opt.cli == "false" and value:
+            options[opt.name] = False
     if "hierarchy" not in options and "features" not in options:
         raise UsageError(
             "inftda-sql release: --hierarchy is required (e.g. --hierarchy region,province,mun), "
@@ -241,11 +232,13 @@ def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
         "merge": args.merge,
         "min_size": args.min_size,
     }
-    for key in ("groups_column", "max_size", "output", "seed", "split", "max_size_share"):
+    for key in (
+        "groups_column", "max_size", "output", "seed", "split", "max_size_share", "timeout",
+    ):  # fmt: skip
         value = getattr(args, key)
         if value is not None:
             options[key] = value
-    for key in ("overwrite", "budget_override"):
+    for key in ("overwrite", "budget_override", "microdata"):
         if getattr(args, key):
             options[key] = True
     if args.no_levels_view:
@@ -310,48 +303,32 @@ def plan_domain(args: argparse.Namespace) -> Any:
 # the parser
 
 
-def _add_budget(p: argparse.ArgumentParser, *, privacy_unit: bool = False) -> None:
-    g = p.add_argument_group("privacy budget")
-    g.add_argument("--rho", type=float, help="zCDP budget (or --epsilon with --delta)")
-    g.add_argument("--epsilon", type=float)
-    g.add_argument("--delta", type=float)
-    g.add_argument("--conversion", choices=["tight", "simple"], help="rho <-> (epsilon, delta)")
-    g.add_argument("--privacy", choices=["bounded", "unbounded"], help="default bounded")
-    g.add_argument("--contribution", type=int, help="records per person (default 1)")
-    if privacy_unit:
-        g.add_argument(
-            "--privacy-unit",
-            metavar="COLUMN",
-            help="column identifying a person: each keeps at most --contribution records",
-        )
-    g.add_argument(
-        "--distinct", action="store_true", help="a person's records fall in distinct leaf cells"
-    )
-    g.add_argument(
-        "--split",
-        type=_split,
-        help="per-level weights of rho, e.g. 1,1,2"
-        + (" (plan: or 'optimal' for the --target-levels)" if not privacy_unit else ""),
+#: the release options by name
+_OPTION = {o.name: o for o in RELEASE_OPTIONS}
+_BUDGET_OPTIONS = ("rho", "epsilon", "delta", "conversion", "privacy", "contribution", "distinct")
+
+
+def _add_budget(p: argparse.ArgumentParser) -> None:
+    """plan's budget flags: the release's, and a split that may be 'optimal'."""
+    g = p.add_argument_group(_OPTION["rho"].group)
+    for name in _BUDGET_OPTIONS:
+        _add_option(g, _OPTION[name])
+    _add_option(
+        g, _OPTION["split"], _OPTION["split"].doc + " (plan: or 'optimal' for the --target-levels)"
     )
 
 
 def _add_hierarchy(p: argparse.ArgumentParser, help_suffix: str = "") -> None:
-    p.add_argument(
-        "--hierarchy",
-        action="append",
-        help="one chain, comma-separated coarse to fine; repeat for several chains" + help_suffix,
-    )
-    p.add_argument("--tree", choices=list(TREE_KINDS), help="how several chains are refined")
+    _add_option(p, _OPTION["hierarchy"], _OPTION["hierarchy"].doc + help_suffix)
+    _add_option(p, _OPTION["tree"])
 
 
 def _add_domain(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--domain",
-        action="append",
-        help="public domain: a table or a parquet/CSV file; once for every chain (columns "
-        "matched by name or a common prefix such as o_/d_), or once per chain; for --features "
-        "one table of every leaf cell, or once per factor of a product",
-    )
+    _add_option(p, _OPTION["domain"])
+    _add_domain_columns(p)
+
+
+def _add_domain_columns(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--domain-columns",
         action="append",
@@ -360,6 +337,53 @@ def _add_domain(p: argparse.ArgumentParser) -> None:
         help="which domain column each chain column reads, when the names differ otherwise "
         "(e.g. home_region=region,home_lad=lad)",
     )
+
+
+#: where a choice flag finds its choices (the registries, read when the parser is built)
+_CHOICES = {
+    "mechanisms": lambda: list(REGISTRY),
+    "trees": lambda: list(TREE_KINDS),
+    "structures": lambda: list(STRUCTURES),
+    "weightings": lambda: list(WEIGHTINGS),
+    "check_ancestors": lambda: list(CHECK_ANCESTORS),
+}
+_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "split": _split}
+
+
+def _dest(opt: Option) -> str:
+    """The attribute argparse stores a flag under (``--no-levels-view``: no_levels_view)."""
+    assert opt.flag is not None
+    return opt.flag.lstrip("-").replace("-", "_")
+
+
+def _add_option(p: Any, opt: Option, help_text: str | None = None) -> None:
+    """One flag of :data:`~inftda_sql._options.RELEASE_OPTIONS` on a parser or group."""
+    assert opt.flag is not None
+    kw: dict[str, Any] = {"help": help_text or opt.doc}
+    if opt.metavar:
+        kw["metavar"] = opt.metavar
+    if opt.cli in ("true", "false"):
+        kw["action"] = "store_true"
+    elif opt.cli == "append":
+        kw["action"] = "append"
+    elif opt.value_type == "choice":
+        kw["choices"] = list(opt.choices) if opt.choices else _CHOICES[str(opt.choices_from)]()
+    else:
+        kw["type"] = _TYPES[opt.value_type]
+    p.add_argument(opt.flag, **kw)
+
+
+def _add_release_options(p: argparse.ArgumentParser) -> None:
+    """Every release option that has a flag, in its argument group."""
+    groups: dict[str, Any] = {"": p}
+    for opt in RELEASE_OPTIONS:
+        if opt.flag is None or "duckdb" not in opt.engines:
+            continue
+        if opt.group not in groups:
+            groups[opt.group] = p.add_argument_group(opt.group)
+        _add_option(groups[opt.group], opt)
+        if opt.name == "domain":
+            _add_domain_columns(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -403,43 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         "resolved path)",
     )
     r.add_argument("--config", help="TOML file with release options (flags override it)")
-    _add_hierarchy(r)
-    f = r.add_argument_group("features (--mechanism cbdp, instead of --hierarchy)")
-    f.add_argument(
-        "--features",
-        action="append",
-        metavar="NAME:COLUMNS",
-        help="a feature: NAME:COL,COL (NAME: for the total); repeat it, coarse to fine, the "
-        "leaf last",
-    )
-    f.add_argument("--structure", choices=list(STRUCTURES), help="default flat")
-    f.add_argument("--weights", choices=list(WEIGHTINGS), help="default cells (1/cells)")
-    _add_domain(r)
-    _add_budget(r, privacy_unit=True)
-    r.add_argument("--count", help="count column of a pre-aggregated input")
-    r.add_argument("--output", help="output table (default <table>_private)")
-    r.add_argument("--overwrite", action="store_true", help="replace the output table")
-    r.add_argument("--mechanism", choices=list(REGISTRY))
-    r.add_argument("--seed", type=int, help="TESTS ONLY: reproducible, non-private noise")
-    r.add_argument(
-        "--domain-from-data",
-        action="store_true",
-        help="NOT PRIVATE: take categories from the data (recorded in the ledger)",
-    )
-    r.add_argument(
-        "--budget-override",
-        action="store_true",
-        help="release even if the input's stored budget would be exceeded (recorded)",
-    )
-    r.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
-    r.add_argument("--max-cells", type=int, help="limit of full-domain mechanisms")
-    r.add_argument(
-        "--check-ancestors",
-        choices=list(CHECK_ANCESTORS),
-        help="check the input's ancestor columns against the domain on every release (full, "
-        "the default), once per input version as the catalog sees it (cached: an UPDATE in "
-        "place is not seen) or never (off)",
-    )
+    _add_release_options(r)
     r.add_argument(
         "--storage-version",
         help="refuse a file older DuckDB versions cannot read (e.g. v1.0.0)",
@@ -488,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="release even if the input's stored budget would be exceeded (recorded)",
     )
     c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
+    _add_option(c, _OPTION["timeout"])
+    c.add_argument(
+        "--microdata",
+        action="store_true",
+        help="every row is one person, although a numeric column is named like a count",
+    )
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"
@@ -544,10 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("budget", help="store the total privacy budget of an input table")
     b.add_argument("db", help="DuckDB database file")
     b.add_argument("table", help="input table (or parquet/CSV file) whose releases the budget caps")
-    b.add_argument("--rho", type=float, help="zCDP budget (or --epsilon with --delta)")
-    b.add_argument("--epsilon", type=float)
-    b.add_argument("--delta", type=float)
-    b.add_argument("--conversion", choices=["tight", "simple"], help="rho <-> (epsilon, delta)")
+    for name in ("rho", "epsilon", "delta", "conversion"):
+        _add_option(b, _OPTION[name])
 
     q = sub.add_parser(
         "sql",

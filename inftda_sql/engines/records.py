@@ -71,6 +71,12 @@ class ReleaseRecord:
         "the base tables read, charged: schema.table (NULL in files from before)",
         nullable_default=True,
     )
+    fingerprint: str | None = _column(
+        "VARCHAR",
+        "JSON: digests of the released table and its view as written (public: from released "
+        "values); publish() ships the release only while they hold (NULL in files from before)",
+        nullable_default=True,
+    )
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:

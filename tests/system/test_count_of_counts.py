@@ -18,8 +18,8 @@ import inftda_sql
 from inftda_sql import BudgetExceededError, DomainError, InputDataError, OutputExistsError
 from inftda_sql._errors import SpecError
 from inftda_sql.cli import main as cli_main
-from inftda_sql.core import accounting as accounting_module
 from inftda_sql.core import isotonic as isotonic_module
+from inftda_sql.core.accounting import coc as accounting_module
 from inftda_sql.core.noise import discrete_laplace_pmf
 from inftda_sql.synthetic import housing_like, race_like, taxi_like
 

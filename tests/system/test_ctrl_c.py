@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import random
 import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -255,10 +257,69 @@ def small_od_db(tmp_path: Path) -> Path:
     return small_od_database(tmp_path / "base.duckdb")
 
 
-#: the child runs the CLI as the console script does (main() without argv), its progress bar
-#: drawn at once (on a terminal: the drawing thread runs too)
+#: the console script pip writes for ``inftda-sql`` (``{extra}``: lines before main() runs)
+CONSOLE_SCRIPT = """\
+import re
+import sys
+from inftda_sql.cli import main
+{extra}
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
 PRELUDE = "import sys; from inftda_sql.cli import console, main"
-CHILD = f"{PRELUDE}; console.PROGRESS_DELAY = 0; sys.exit(main())"
+
+
+def console_script(folder: Path, extra: str = "") -> Path:
+    """A copy of the ``inftda-sql`` console script in ``folder`` (it imports the package before
+    main() runs, and its name tells the package that the command line is starting)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "inftda-sql"
+    script.write_text(CONSOLE_SCRIPT.format(extra=extra))
+    return script
+
+
+def _without_import_times(err: str) -> str:
+    return "".join(line for line in err.splitlines(True) if not line.startswith("import time:"))
+
+
+@pytest.mark.parametrize("entry", ["console script", "python -m inftda_sql"])
+def test_ctrl_c_while_the_command_line_imports_the_package_exits_130(
+    small_od_db: Path, tmp_path: Path, entry: str
+) -> None:
+    """SIGINT while Python imports the package, before main() runs (the console script imports
+    ``inftda_sql.cli`` first; ``-m`` imports the package first): exit 130 with the usual line,
+    no traceback, nothing recorded. The moment is found by Python's ``-X importtime`` report of
+    the package's first module (``inftda_sql._version``), then up to 40 ms later (the rest of
+    the package's import, or main() starting)."""
+    db = tmp_path / "t.duckdb"
+    first = (
+        [str(console_script(tmp_path / "bin"))]
+        if entry == "console script"
+        else ["-m", "inftda_sql"]
+    )
+    argv = [sys.executable, "-X", "importtime", *first, *(a.format(db=db) for a in OD_RELEASE)]
+    rng = random.Random(20261126)
+    for delay in [0.0, 0.0, *(rng.uniform(0, 0.04) for _ in range(4))]:
+        fresh_copy(small_od_db, db)
+        with subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as proc:
+            assert proc.stderr is not None
+            seen = []
+            for line in proc.stderr:
+                seen.append(line)
+                if line.split("|")[-1].strip() == "inftda_sql._version":
+                    break
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            _, rest = proc.communicate(timeout=120)
+        assert "inftda_sql._version" in "".join(seen), "the child never imported the package"
+        err = _without_import_times("".join(seen) + rest)
+        context = f"{entry}, SIGINT {delay:.3f} s after the package's import began: {err!r}"
+        assert "Traceback" not in err, context
+        assert (proc.returncode, err) == (130, "interrupted: nothing was recorded\n"), context
+        assert release_outcome(db, "trips_private") == "nothing", context
 
 
 @pytest.mark.slow
@@ -267,13 +328,18 @@ def test_ctrl_c_at_random_moments_of_a_real_release(small_od_db: Path, tmp_path:
     on a terminal): exit 130 and nothing recorded, or exit 0 and the release complete; never
     a traceback or a request to report a bug.
 
-    The moments are drawn after Python's own start and the child's first line (before
-    ``main()`` runs, where no package can handle signals) up to the end of the release, both
-    measured first.
+    The moments are drawn from the time Python takes to start and import the package (with a
+    margin: only Python's own start, before the package's first line, is out of its reach) up
+    to the end of the release, both measured first. A moment that falls in the package's import
+    on a loaded machine must give the same clean exit (the test above aims there).
     """
     rng = random.Random(20251122)
     db = tmp_path / "t.duckdb"
-    argv = [sys.executable, "-c", CHILD, *(a.format(db=db) for a in OD_RELEASE)]
+    # the console script, its progress bar drawn at once (on a terminal: the drawing thread
+    # runs too); a moment that falls in its import of the package is handled like the others
+    script = console_script(tmp_path / "bin", "from inftda_sql.cli import console\n"
+                            "console.PROGRESS_DELAY = 0")  # fmt: skip
+    argv = [sys.executable, str(script), *(a.format(db=db) for a in OD_RELEASE)]
     start, total = startup_and_duration(small_od_db, db, [*argv, "--quiet"], prelude=PRELUDE)
     outcomes: dict[str, int] = {}
     for i in range(20):

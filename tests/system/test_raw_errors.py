@@ -173,8 +173,8 @@ def test_a_private_max_size_estimate_is_clipped_to_memory(
 ) -> None:
     """With max_size estimated privately, the estimate is clipped to the largest size that
     fits in memory (post-processing of a noisy value), with a warning naming the limit only."""
-    from inftda_sql import _count_of_counts
-    from inftda_sql.core.coc_memory import BYTES_PER_ENTRY
+    from inftda_sql.core.coc import BYTES_PER_ENTRY
+    from inftda_sql.kinds import count_of_counts as _count_of_counts
 
     _households(con, largest=5000)
     con.execute("CREATE OR REPLACE VIEW guarded AS SELECT * FROM people").fetchall()

@@ -9,6 +9,7 @@ budget releases the true non-zero cells. Skipped with a reason when pyspark or J
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -274,12 +275,41 @@ def test_ledger_row_has_the_duckdb_fields(spark: Any, sdb: str) -> None:
     (row,) = inftda_sql.spark.ledger(spark)
     (want,) = read_releases(con)
     assert row.release_id == sk.release_id == 1 and sk.is_private
-    same = ("created_at", "details", "library_version", "base_tables", "release_id")
+    same = ("created_at", "details", "library_version", "base_tables", "release_id", "fingerprint")
     for field in want.columns():
         if field not in same:
             assert getattr(row, field) == getattr(want, field), field
     assert row.base_tables == [f"spark_catalog.{sdb}.people"]
     assert _rows(spark, "people_private_levels")[0][0] == 0  # the view lists the root first
+
+
+def test_the_ledger_row_fingerprints_what_the_release_wrote(spark: Any, sdb: str) -> None:
+    """As on DuckDB, the row records a fingerprint of the output and its view, taken after
+    they were written; an edit of the output (or a replaced view) no longer matches it."""
+    import inftda_sql.spark
+    from inftda_sql.engines.spark import fingerprint
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE people AS SELECT * FROM (VALUES ('N','a'),('N','a'),('S','c')) t(r, c)"
+    ).fetchall()
+    _to_spark(spark, con, "SELECT * FROM people", "people")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    inftda_sql.spark.release(spark, "people", hierarchy=["r", "c"], domain=dom, rho=1.0)
+    (row,) = inftda_sql.spark.ledger(spark)
+    assert row.fingerprint is not None and "diagnostics" not in row.fingerprint
+    kinds = [(o["name"], o["kind"]) for o in json.loads(row.fingerprint)["objects"]]
+    assert kinds == [
+        (f"spark_catalog.{sdb}.people_private", "table"),
+        (f"spark_catalog.{sdb}.people_private_levels", "view"),
+    ]
+    assert fingerprint.changes(spark, row.fingerprint) == []
+    spark.sql("INSERT INTO people_private VALUES ('S', 'c', 1)")
+    spark.sql("CREATE OR REPLACE VIEW people_private_levels AS SELECT * FROM people_private")
+    assert [(c.kind, c.what) for c in fingerprint.changes(spark, row.fingerprint)] == [
+        ("table", "is not what the release wrote"),
+        ("view", "is not what the release wrote"),
+    ]
 
 
 def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
@@ -343,3 +373,38 @@ def test_baselines_seeded_equal_duckdb(spark: Any, sdb: str, mechanism: str) -> 
         mechanism=mechanism,
     )  # fmt: skip
     _check_same(spark, con, duck, sk)
+
+
+def test_a_table_of_counts_without_count_and_reversed_chains_teach_as_on_duckdb(
+    spark: Any, sdb: str
+) -> None:
+    """A numeric column named like a count, no count=: refused before any noise, with the fix
+    (count= or microdata=True), as on DuckDB; both chains given fine to coarse: the hint
+    reverses both (issue 23, items 3 and 6)."""
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('N', 'a', 'X', 'x', 4), ('S', 'c', 'X', 'y', 2)) "
+        "v(o_r, o_c, d_r, d_c, people)"
+    ).fetchall()
+    _to_spark(spark, con, "SELECT * FROM t", "t")
+    dom_o = {"o_r": ["N", "N", "S"], "o_c": ["a", "b", "c"]}
+    dom_d = {"d_r": ["X", "X", "Y"], "d_c": ["x", "y", "z"]}
+    one = {"hierarchy": ["o_r", "o_c"], "domain": dom_o, "rho": 1.0}
+    for release, target in ((inftda_sql.release, con), (inftda_sql.spark.release, spark)):
+        with pytest.raises(InputDataError, match="numeric column 'people'") as info:
+            release(target, "t", **one)
+        assert "count='people'" in str(info.value) and "microdata=True" in str(info.value)
+        reversed_both = {
+            "hierarchy": [["o_c", "o_r"], ["d_c", "d_r"]],
+            "domain": [dom_o, dom_d],
+            "count": "people",
+            "rho": 1.0,
+        }
+        with pytest.raises(DomainError, match="fine to coarse") as info:
+            release(target, "t", **reversed_both)
+        assert "hierarchy=[['o_r', 'o_c'], ['d_r', 'd_c']]" in str(info.value)
+    assert not spark.catalog.tableExists("t_private")
+    r = inftda_sql.spark.release(spark, "t", microdata=True, **{**one, "rho": INF})
+    assert r.total == 2  # one record per row, as the caller said

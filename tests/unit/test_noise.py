@@ -33,6 +33,11 @@ from inftda_sql.core.noise import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
+from inftda_sql.core.noise import composed as _composed
+from inftda_sql.core.noise import gaussian as _gaussian
+from inftda_sql.core.noise import laplace as _laplace
+from inftda_sql.core.noise import rejection as _rejection
+from inftda_sql.core.noise import tables as _tables
 from inftda_sql.core.rng import RandomSource, SeededSource
 
 P_FLOOR = 1e-4
@@ -81,7 +86,7 @@ def _exact_moments(sigma: float) -> tuple[float, float]:
     return float((xs**2 * p).sum()), float((xs**4 * p).sum())
 
 
-def _boundaries(tab: _noise._Table) -> list[int]:
+def _boundaries(tab: _tables._Table) -> list[int]:
     return [
         (int(h) << 64) | int(lo) for h, lo in zip(tab.hi.tolist(), tab.lo.tolist(), strict=True)
     ]
@@ -130,16 +135,16 @@ def test_chi_square_csprng() -> None:
 @pytest.mark.slow
 def test_chi_square_rejection_fallback_small_sigma(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact CKS sampler, forced on a small sigma where many bins can be tested."""
-    monkeypatch.setattr(_noise, "SIGMA_TABLE_MAX", 1.0)
-    monkeypatch.setattr(_noise, "SIGMA_CONV_MAX", 1.0)
+    monkeypatch.setattr(_gaussian, "SIGMA_TABLE_MAX", 1.0)
+    monkeypatch.setattr(_gaussian, "SIGMA_CONV_MAX", 1.0)
     called: list[float] = []
-    real = _noise._draw_rejection
+    real = _rejection._draw_rejection
 
     def spy(sigma: float, out: npt.NDArray[np.int64], source: object) -> None:
         called.append(sigma)
         real(sigma, out, source)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_noise, "_draw_rejection", spy)
+    monkeypatch.setattr(_gaussian, "_draw_rejection", spy)
     x = sample_discrete_gaussian(3.7, size=100_000, rng=5)
     assert called == [3.7]
     assert _chisq_gof(x, 3.7) > P_FLOOR
@@ -206,15 +211,15 @@ def test_tail_bound_constant() -> None:
         assert bound < Decimal(2) ** -74
     assert float(bound) <= TAIL_BOUND
     # The distance bound of the docstring at the largest table.
-    k = _noise._support_k(SIGMA_TABLE_MAX)
+    k = _tables._support_k(SIGMA_TABLE_MAX)
     assert (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND <= DISTANCE_BOUND
     assert DISTANCE_BOUND < 2.0**-64
-    assert _noise._support_k(SIGMA_TABLE_MAX) + 2 <= 2**20  # the table error analysis needs it
+    assert _tables._support_k(SIGMA_TABLE_MAX) + 2 <= 2**20  # the table error analysis needs it
 
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 3.7, 100.0])
 def test_actual_tail_mass_below_bound(sigma: float) -> None:
-    k = _noise._support_k(sigma)
+    k = _tables._support_k(sigma)
     with localcontext() as ctx:
         ctx.prec = 60
         s2 = Decimal(Fraction(sigma).numerator) / Decimal(Fraction(sigma).denominator)
@@ -227,7 +232,7 @@ def test_actual_tail_mass_below_bound(sigma: float) -> None:
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 3.7, 25.0, 0.1])
 def test_table_matches_independent_high_precision(sigma: float) -> None:
     """Each boundary is within 2 units of 2^128 C(k) (C the CDF truncated to [-K, K])."""
-    tab = _noise._table(sigma)
+    tab = _tables._table(sigma)
     k = tab.k
     assert k == math.ceil(TAIL_T * Fraction(sigma)) + 1
     t = _boundaries(tab)
@@ -251,7 +256,7 @@ def test_table_matches_independent_high_precision(sigma: float) -> None:
 
 
 def test_table_is_symmetric_and_sorted() -> None:
-    tab = _noise._table(100.0)
+    tab = _tables._table(100.0)
     t = _boundaries(tab)
     assert all(a <= b for a, b in itertools.pairwise(t))
     n = len(t)
@@ -260,14 +265,14 @@ def test_table_is_symmetric_and_sorted() -> None:
 
 
 def test_table_cache_reuses_and_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _noise._table(7.25) is _noise._table(7.25)
-    monkeypatch.setattr(_noise, "_CACHE_MAX_BYTES", 1)
-    _noise._table(7.5)
-    assert list(_noise._cache) == [7.5]
+    assert _tables._table(7.25) is _tables._table(7.25)
+    monkeypatch.setattr(_tables, "_CACHE_MAX_BYTES", 1)
+    _tables._table(7.5)
+    assert list(_tables._cache) == [7.5]
 
 
 def test_largest_table_builds() -> None:
-    tab = _noise._build_table(SIGMA_TABLE_MAX)
+    tab = _tables._build_table(SIGMA_TABLE_MAX)
     assert tab.k == 655_361
     assert tab.nbytes < 64 << 20
 
@@ -283,7 +288,7 @@ def _reference_counts(t: list[int], u: list[int]) -> list[int]:
 
 
 def test_count_exact_resolves_ties_on_low_words() -> None:
-    tab = _noise._table(3.7)
+    tab = _tables._table(3.7)
     t = _boundaries(tab)
     hi = tab.hi.tolist()
     # boundaries sharing a high word exist in the far tails (T[-K] ... are tiny)
@@ -299,14 +304,14 @@ def test_count_exact_resolves_ties_on_low_words() -> None:
             w_list += [((u_hi & M32) << 32) | (u_lo >> 32), (u_lo & M32) << 32]
             u_list.append(u)
     source = _ScriptedSource(np.array(w_list, dtype=np.uint64))
-    got = _noise._count_exact(tab, np.array(v_list, dtype=np.uint32), source)
+    got = _tables._count_exact(tab, np.array(v_list, dtype=np.uint32), source)
     assert got.tolist() == _reference_counts(t, u_list)
 
 
 @pytest.mark.parametrize("sigma", [0.5, 3.7, 100.0])
 def test_draw_table_matches_reference_at_bucket_edges(sigma: float) -> None:
     """32-bit prefixes at, next to and between boundaries, bucket edges and extremes."""
-    tab = _noise._table(sigma)
+    tab = _tables._table(sigma)
     t = _boundaries(tab)
     top = sorted({b >> 96 for b in t})
     g_shift = tab.shift
@@ -321,7 +326,7 @@ def test_draw_table_matches_reference_at_bucket_edges(sigma: float) -> None:
         vs = np.append(vs, np.uint32(7))
     source = _ScriptedSource(vs.view(np.uint64).copy())
     out = np.empty(vs.size, dtype=np.int64)
-    _noise._draw_table(tab, out, source)
+    _tables._draw_table(tab, out, source)
     # Rebuild each U: undecided prefixes took 96 more bits from the next call, in order.
     topset = np.isin(vs, np.array(top, dtype=np.uint32))
     extra = source.log[1].reshape(-1, 2) if len(source.log) > 1 else np.empty((0, 2), np.uint64)
@@ -342,13 +347,13 @@ def test_draw_table_matches_reference_at_bucket_edges(sigma: float) -> None:
 
 def test_draw_table_chunks_match_searchsorted() -> None:
     """Several chunks and a ragged end: each draw is the count of boundaries below its prefix."""
-    tab = _noise._table(1e4)
-    sizes = [_noise._CHUNK] * 3 + [5]
+    tab = _tables._table(1e4)
+    sizes = [_tables._CHUNK] * 3 + [5]
     gen = np.random.Generator(np.random.Philox(123))
     script = [gen.integers(0, 2**64, size=(m + 1) // 2, dtype=np.uint64) for m in sizes]
     v = np.concatenate([w.view(np.uint32)[:m] for w, m in zip(script, sizes, strict=True)])
     out = np.empty(sum(sizes), dtype=np.int64)
-    _noise._draw_table(tab, out, _ScriptedSource(*script))
+    _tables._draw_table(tab, out, _ScriptedSource(*script))
     ref = np.searchsorted(tab.top, v, side="right").astype(np.int64) - tab.k
     undecided = np.isin(v, tab.top)  # these drew 96 more bits
     assert undecided.sum() < 200  # ~ n * 2K / 2^32 = 37 expected
@@ -398,13 +403,13 @@ def test_array_sigma_groups_are_each_right() -> None:
 
 def test_array_sigma_many_groups_use_the_sorting_path(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[float] = []
-    real = _noise._draw
+    real = _gaussian._draw
 
     def spy(sigma: float, out: npt.NDArray[np.int64], source: object) -> None:
         seen.append(sigma)
         real(sigma, out, source)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_noise, "_draw", spy)
+    monkeypatch.setattr(_gaussian, "_draw", spy)
     levels = np.arange(12) * 0.75  # 0, 0.75, ..., 8.25: more groups than _PEEL_MAX
     sig = np.random.default_rng(4).permutation(np.repeat(levels, 20_000)).reshape(-1, 40)
     x = sample_discrete_gaussian(sig, rng=8)
@@ -558,16 +563,16 @@ def test_laplace_chi_square_csprng() -> None:
 @pytest.mark.slow
 def test_laplace_chi_square_rejection_fallback_small_scale(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact CKS Algorithm 2, forced on a small rational scale where many bins are tested."""
-    monkeypatch.setattr(_noise, "LAPLACE_TABLE_MAX", 1.0)
-    monkeypatch.setattr(_noise, "LAPLACE_CONV_MAX", 1.0)
+    monkeypatch.setattr(_laplace, "LAPLACE_TABLE_MAX", 1.0)
+    monkeypatch.setattr(_laplace, "LAPLACE_CONV_MAX", 1.0)
     called: list[tuple[int, int]] = []
-    real = _noise._laplace_rational
+    real = _laplace._laplace_rational
 
     def spy(bits: object, t: int, s: int) -> int:
         called.append((t, s))
         return real(bits, t, s)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_noise, "_laplace_rational", spy)
+    monkeypatch.setattr(_laplace, "_laplace_rational", spy)
     x = sample_discrete_laplace(2.5, size=100_000, rng=5)
     assert set(called) == {(5, 2)}  # 2.5 = 5/2: t = 5, s = 2
     assert _laplace_gof(x, 2.5) > P_FLOOR
@@ -648,7 +653,7 @@ def test_laplace_opendp_two_sample() -> None:
 
 def test_laplace_support_and_distance_bound() -> None:
     for scale in (0.1, 1.0, 3.7, 1000.0, LAPLACE_TABLE_MAX):
-        k = _noise._laplace_support_k(scale)
+        k = _tables._laplace_support_k(scale)
         with localcontext() as ctx:
             ctx.prec = 60
             fr = Fraction(scale)
@@ -657,7 +662,7 @@ def test_laplace_support_and_distance_bound() -> None:
             tail = 2 * a ** (k + 1) / (1 + a)  # P(|X| > K), exactly
             assert tail < Decimal(TAIL_BOUND)
             assert k - 1 < 75 * Decimal(2).ln() * b + 1  # K is not needlessly large
-    k = _noise._laplace_support_k(LAPLACE_TABLE_MAX)
+    k = _tables._laplace_support_k(LAPLACE_TABLE_MAX)
     assert (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND <= DISTANCE_BOUND
     assert k + 1 <= 2**20  # the table error analysis needs it
 
@@ -665,7 +670,7 @@ def test_laplace_support_and_distance_bound() -> None:
 @pytest.mark.parametrize("scale", [0.1, 0.5, 1.0, 3.7, 2.0 / 3.0])
 def test_laplace_table_matches_independent_high_precision(scale: float) -> None:
     """Each boundary is within 2 units of 2^128 C(k) (C the CDF truncated to [-K, K])."""
-    tab = _noise._laplace_table(scale)
+    tab = _tables._laplace_table(scale)
     k = tab.k
     t = _boundaries(tab)
     assert len(t) == 2 * k
@@ -689,17 +694,17 @@ def test_laplace_table_matches_independent_high_precision(scale: float) -> None:
 
 
 def test_laplace_tables_have_their_own_cache() -> None:
-    lap = _noise._laplace_table(7.25)
-    assert lap is _noise._laplace_table(7.25)
-    assert lap is not _noise._table(7.25)
-    assert lap.k == _noise._laplace_support_k(7.25) != _noise._table(7.25).k
+    lap = _tables._laplace_table(7.25)
+    assert lap is _tables._laplace_table(7.25)
+    assert lap is not _tables._table(7.25)
+    assert lap.k == _tables._laplace_support_k(7.25) != _tables._table(7.25).k
     assert not lap.guide.flags.writeable
 
 
 @pytest.mark.slow
 def test_largest_laplace_table_builds() -> None:
-    tab = _noise._build_laplace_table(LAPLACE_TABLE_MAX)
-    assert tab.k == _noise._laplace_support_k(LAPLACE_TABLE_MAX)
+    tab = _tables._build_laplace_table(LAPLACE_TABLE_MAX)
+    assert tab.k == _tables._laplace_support_k(LAPLACE_TABLE_MAX)
     assert tab.nbytes < 64 << 20
 
 
@@ -904,7 +909,7 @@ def test_large_sigma_mean_and_variance(sigma: float) -> None:
 def test_large_sigma_residues_and_exact_probabilities() -> None:
     """No trace of the coarse lattice k Z, and a few exact probabilities, at sigma 1e5."""
     sigma, n = 1e5, 4_000_000
-    (k, _), *_ = _noise._gauss_splits(sigma)[0]
+    (k, _), *_ = _composed._gauss_splits(sigma)[0]
     assert k == 182
     x = sample_discrete_gaussian(sigma, size=n, rng=77)
     for mod in (k, k + 1, 2):  # X mod k: would show a badly smoothed lattice of the coarse part
@@ -928,7 +933,7 @@ def test_convolution_forced_on_small_sigma(sigma: float) -> None:
     """The convolution method where every integer is its own bin: the lemma, tested finely."""
     n = 1_000_000
     out = np.empty(n, dtype=np.int64)
-    _noise._draw_composed(_noise._gauss_plan(sigma), out, SeededSource(31))
+    _composed._draw_composed(_composed._gauss_plan(sigma), out, SeededSource(31))
     assert _chisq_gof(out, sigma) > P_FLOOR
     p0 = discrete_gaussian_pmf(0, sigma)
     assert abs(float((out == 0).mean()) - p0) < 4.5 * math.sqrt(p0 * (1 - p0) / n)
@@ -937,7 +942,7 @@ def test_convolution_forced_on_small_sigma(sigma: float) -> None:
 @pytest.mark.parametrize("sigma", [5.0, 37.5])
 def test_convolution_lemma_in_high_precision(sigma: float) -> None:
     """Q(x) / P(x) is constant to 1e-40 for the plan's own (k, r, s1^2): the lemma, numerically."""
-    k, sq2, sq1 = _noise._conv_split(Fraction(sigma) ** 2)
+    k, sq2, sq1 = _composed._conv_split(Fraction(sigma) ** 2)
     assert k * k * sq1 + sq2 == Fraction(sigma) ** 2
     with localcontext() as ctx:
         ctx.prec = 90
@@ -962,13 +967,13 @@ def test_convolution_lemma_in_high_precision(sigma: float) -> None:
 def test_convolution_plans_and_distance_bound() -> None:
     """Every split keeps k^2 s1^2 + s2^2 = S^2 exactly; depth, tables, ints and TV bounded."""
     for sigma in np.linspace(6.0, 500.0, 20_000).tolist():  # the split works from sigma 6 up
-        _noise._conv_split(Fraction(sigma) ** 2)
+        _composed._conv_split(Fraction(sigma) ** 2)
     grid = np.geomspace(6.0, SIGMA_CONV_MAX, 400).tolist()
     grid += [SIGMA_TABLE_MAX, float(np.nextafter(SIGMA_TABLE_MAX, np.inf)), 1e5, 1e6, 1e7]
     grid += [2.2e7, CONV_R_MAX**2 / 3, SIGMA_CONV_MAX, 2.0 / 3.0 * 1e9 + 0.1]
     max_depth = 0
     for sigma in grid:
-        splits, bottom = _noise._gauss_splits(sigma)
+        splits, bottom = _composed._gauss_splits(sigma)
         sq = bottom
         for k, sq2 in reversed(splits):
             assert k >= 1 and 0 < sq2 <= CONV_R_MAX**2
@@ -982,7 +987,7 @@ def test_convolution_plans_and_distance_bound() -> None:
         max_depth = max(max_depth, len(splits))
     assert max_depth == 4
     # every component table is within the 2K + 1 < 2^21 of the error analysis
-    assert 2 * _noise._support_k_sq(Fraction(CONV_R_MAX) ** 2, CONV_TAIL_T) + 1 < 2**21
+    assert 2 * _tables._support_k_sq(Fraction(CONV_R_MAX) ** 2, CONV_TAIL_T) + 1 < 2**21
     with localcontext() as ctx:
         ctx.prec = 60
         e = (-8 * Decimal("3.14159") ** 2).exp()  # pi > 3.14159: an upper bound on e^{-8 pi^2}
@@ -993,7 +998,7 @@ def test_convolution_plans_and_distance_bound() -> None:
         assert tail < Decimal(2) ** Decimal("-106.4")
         assert per_table < Decimal(2) ** Decimal("-105.4")
         assert (max_depth + 1) * per_table + max_depth * eta < Decimal(2) ** -102
-    plan = _noise._gauss_plan(SIGMA_CONV_MAX)
+    plan = _composed._gauss_plan(SIGMA_CONV_MAX)
     assert len(plan.levels) == 4 and plan.bound < 2**62
     x = _noise.draw_discrete_gaussian(SIGMA_CONV_MAX, 1000, source=SeededSource(2))
     assert int(np.abs(x).max()) <= plan.bound
@@ -1003,9 +1008,9 @@ def test_convolution_plans_and_distance_bound() -> None:
 def test_convolution_tables_match_independent_high_precision() -> None:
     """A component table of a non-float rational variance, against a direct Decimal CDF."""
     sq = Fraction(12345, 7)  # s = 41.99...
-    tab = _noise._gauss_component(sq)
+    tab = _composed._gauss_component(sq)
     k = tab.k
-    assert k == math.ceil(CONV_TAIL_T * math.sqrt(sq)) + 1 == _noise._support_k_sq(sq, 12)
+    assert k == math.ceil(CONV_TAIL_T * math.sqrt(sq)) + 1 == _tables._support_k_sq(sq, 12)
     t = _boundaries(tab)
     with localcontext() as ctx:
         ctx.prec = 80
@@ -1022,11 +1027,11 @@ def test_switch_point_table_and_convolution_agree() -> None:
     """Both methods on both sides of SIGMA_TABLE_MAX: each fits the pmf, they fit each other."""
     below, above = SIGMA_TABLE_MAX, float(np.nextafter(SIGMA_TABLE_MAX, np.inf))
     n = 1_000_000
-    for sigma, table in ((below, _noise._table(below)), (above, _noise._build_table(above))):
+    for sigma, table in ((below, _tables._table(below)), (above, _tables._build_table(above))):
         by_table = np.empty(n, dtype=np.int64)
-        _noise._draw_table(table, by_table, SeededSource(1))
+        _tables._draw_table(table, by_table, SeededSource(1))
         by_conv = np.empty(n, dtype=np.int64)
-        _noise._draw_composed(_noise._gauss_plan(sigma), by_conv, SeededSource(2))
+        _composed._draw_composed(_composed._gauss_plan(sigma), by_conv, SeededSource(2))
         assert _binned_gof(by_table, sigma, 500) > P_FLOOR
         assert _binned_gof(by_conv, sigma, 500) > P_FLOOR
         assert _two_sample_p(by_table, by_conv, _quantile_edges(sigma, 500)) > P_FLOOR
@@ -1035,11 +1040,11 @@ def test_switch_point_table_and_convolution_agree() -> None:
 
 def test_dispatch_at_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    monkeypatch.setattr(_noise, "_table", lambda sigma: None)  # no table builds here
-    monkeypatch.setattr(_noise, "_gauss_plan", lambda sigma: None)
-    monkeypatch.setattr(_noise, "_draw_table", lambda *a: seen.append("table"))
-    monkeypatch.setattr(_noise, "_draw_composed", lambda *a: seen.append("composed"))
-    monkeypatch.setattr(_noise, "_draw_rejection", lambda *a: seen.append("rejection"))
+    monkeypatch.setattr(_gaussian, "_table", lambda sigma: None)  # no table builds here
+    monkeypatch.setattr(_gaussian, "_gauss_plan", lambda sigma: None)
+    monkeypatch.setattr(_gaussian, "_draw_table", lambda *a: seen.append("table"))
+    monkeypatch.setattr(_gaussian, "_draw_composed", lambda *a: seen.append("composed"))
+    monkeypatch.setattr(_gaussian, "_draw_rejection", lambda *a: seen.append("rejection"))
     for sigma in (SIGMA_TABLE_MAX, np.nextafter(SIGMA_TABLE_MAX, np.inf), SIGMA_CONV_MAX):
         _noise.draw_discrete_gaussian(float(sigma), 3, source=SeededSource(1))
     _noise.draw_discrete_gaussian(
@@ -1078,7 +1083,7 @@ def test_large_sigma_seeded_reproducible_and_from_its_source(
     assert (_noise.draw_discrete_gaussian(1e6, 1001, source=again) == x).all()
     y = sample_discrete_gaussian(np.array([1e6, 3.0, 2e7, 5e7]), rng=3)  # grouped, seeded
     assert y.shape == (4,)
-    assert _noise._gauss_plan(5e7).levels[0].mult == CONV_R_MAX // 3  # a two-level plan
+    assert _composed._gauss_plan(5e7).levels[0].mult == CONV_R_MAX // 3  # a two-level plan
 
 
 # ---- discrete Laplace at large scales ----------------------------------------------------------
@@ -1119,14 +1124,14 @@ def test_laplace_chi_square_large_scale(scale: float) -> None:
 def test_laplace_decomposition_forced_on_small_scale(scale: float) -> None:
     """X = m D + R1 - R2 where every integer is its own bin: the identity, tested finely."""
     out = np.empty(1_000_000, dtype=np.int64)
-    _noise._draw_composed(_noise._laplace_plan(scale), out, SeededSource(31))
+    _composed._draw_composed(_composed._laplace_plan(scale), out, SeededSource(31))
     assert _laplace_gof(out, scale) > P_FLOOR
 
 
 @pytest.mark.slow
 def test_laplace_large_scale_residues_moments_and_exact_probabilities() -> None:
     scale, n = 1e5, 4_000_000
-    ((_, m),) = _noise._laplace_splits(scale)
+    ((_, m),) = _composed._laplace_splits(scale)
     assert m == 2281
     x = sample_discrete_laplace(scale, size=n, rng=78)
     half = math.ceil(45 * scale)  # mass beyond e^-45 < 3e-20
@@ -1155,13 +1160,13 @@ def test_laplace_switch_point_table_and_decomposition_agree() -> None:
     below, above = LAPLACE_TABLE_MAX, float(np.nextafter(LAPLACE_TABLE_MAX, np.inf))
     n = 1_000_000
     for scale, table in (
-        (below, _noise._laplace_table(below)),
-        (above, _noise._build_laplace_table(above)),
+        (below, _tables._laplace_table(below)),
+        (above, _tables._build_laplace_table(above)),
     ):
         by_table = np.empty(n, dtype=np.int64)
-        _noise._draw_table(table, by_table, SeededSource(1))
+        _tables._draw_table(table, by_table, SeededSource(1))
         by_dec = np.empty(n, dtype=np.int64)
-        _noise._draw_composed(_noise._laplace_plan(scale), by_dec, SeededSource(2))
+        _composed._draw_composed(_composed._laplace_plan(scale), by_dec, SeededSource(2))
         assert _laplace_binned_gof(by_table, scale, 500) > P_FLOOR
         assert _laplace_binned_gof(by_dec, scale, 500) > P_FLOOR
         edges = _quantile_edges(scale, 500, dist="laplace")
@@ -1170,11 +1175,11 @@ def test_laplace_switch_point_table_and_decomposition_agree() -> None:
 
 def test_laplace_dispatch_at_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
-    monkeypatch.setattr(_noise, "_laplace_table", lambda scale: None)  # no table builds here
-    monkeypatch.setattr(_noise, "_laplace_plan", lambda scale: None)
-    monkeypatch.setattr(_noise, "_draw_table", lambda *a: seen.append("table"))
-    monkeypatch.setattr(_noise, "_draw_composed", lambda *a: seen.append("composed"))
-    monkeypatch.setattr(_noise, "_laplace_rational", lambda *a: seen.append("rejection") or 0)
+    monkeypatch.setattr(_laplace, "_laplace_table", lambda scale: None)  # no table builds here
+    monkeypatch.setattr(_laplace, "_laplace_plan", lambda scale: None)
+    monkeypatch.setattr(_laplace, "_draw_table", lambda *a: seen.append("table"))
+    monkeypatch.setattr(_laplace, "_draw_composed", lambda *a: seen.append("composed"))
+    monkeypatch.setattr(_laplace, "_laplace_rational", lambda *a: seen.append("rejection") or 0)
     for scale in (LAPLACE_TABLE_MAX, np.nextafter(LAPLACE_TABLE_MAX, np.inf), LAPLACE_CONV_MAX):
         _noise.draw_discrete_laplace(float(scale), 1, source=SeededSource(1))
     _noise.draw_discrete_laplace(
@@ -1187,7 +1192,7 @@ def test_laplace_plans_and_distance_bound() -> None:
     grid = [*np.geomspace(LAPLACE_TABLE_MAX, LAPLACE_CONV_MAX, 300).tolist(), 8.3e7, 1e9]
     depth = 0
     for scale in grid:
-        splits = _noise._laplace_splits(scale)
+        splits = _composed._laplace_splits(scale)
         b = Fraction(scale)
         for level_scale, m in splits:
             assert level_scale == b and 2 <= m <= 2**16
@@ -1197,12 +1202,12 @@ def test_laplace_plans_and_distance_bound() -> None:
             assert len(splits) == 1
         depth = max(depth, len(splits))
     assert depth == 3
-    k = _noise._laplace_support_k(LAPLACE_TABLE_MAX)
+    k = _tables._laplace_support_k(LAPLACE_TABLE_MAX)
     bound = (2 * k + 1) * (1 + 2.0**-63) * 2.0**-128 + TAIL_BOUND
     bound += depth * (2 * 2**16 - 1) * (1 + 2.0**-63) * 2.0**-128  # E = R1 - R2, each level
     assert (2 * 2**16 - 1) * (1 + 2.0**-63) * 2.0**-128 < 2.0**-110.9
     assert bound < DISTANCE_BOUND
-    plan = _noise._laplace_plan(LAPLACE_CONV_MAX)
+    plan = _composed._laplace_plan(LAPLACE_CONV_MAX)
     assert len(plan.levels) == 3 and plan.bound < 2**62
     x = _noise.draw_discrete_laplace(LAPLACE_CONV_MAX, 1000, source=SeededSource(2))
     assert int(np.abs(x).max()) <= plan.bound
@@ -1216,7 +1221,7 @@ def test_difference_table_matches_independent_high_precision(
     scale: float | Fraction, m: int
 ) -> None:
     """E = R1 - R2's table against the convolution of two truncated geometrics, in Decimal."""
-    tab = _noise._laplace_component(Fraction(scale), m)
+    tab = _composed._laplace_component(Fraction(scale), m)
     assert tab.k == m - 1
     t = _boundaries(tab)
     assert len(t) == 2 * (m - 1) and all(a <= b for a, b in itertools.pairwise(t))
@@ -1244,7 +1249,7 @@ def test_difference_table_matches_independent_high_precision(
                 assert abs(Decimal(t[e + m - 1]) - two128 * cdfs[e] / z) < 2
     # sampling: outcomes in [-(m-1), m-1], each with its probability
     out = np.empty(200_000, dtype=np.int64)
-    _noise._draw_table(tab, out, SeededSource(5))
+    _tables._draw_table(tab, out, SeededSource(5))
     assert -(m - 1) <= out.min() and out.max() <= m - 1
     probs = np.array([float(e_mass[e] / z) for e in range(-(m - 1), m)])
     counts = np.bincount(out + m - 1, minlength=2 * m - 1)

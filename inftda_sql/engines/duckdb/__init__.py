@@ -2,13 +2,13 @@
 
 Its rooms, in the order a release walks through them:
 
-* ``catalog.py``: the one resolution step: names (as DuckDB binds them), relations and mappings
+* ``catalog/``: the one resolution step: names (as DuckDB binds them), relations and mappings
   resolved into readable sources that know the base tables they read; outputs placed;
 * ``domain.py``: one sorted fetch of each chain's public domain, coded in numpy;
 * ``scan.py``: the one scan of the private input, its checks, the per-level true counts;
 * ``write.py``: the budget checked again, the released table, its levels view and the ledger
   row, in one transaction;
-* ``compile.py`` and ``sql.py``: every SQL text (filled from the templates in ``sql/``) and the
+* ``compile/`` and ``sql.py``: every SQL text (filled from the templates in ``sql/``) and the
   one identifier-quoting helper.
 
 ``engine.py`` (:class:`~.engine.DuckDBEngine`) strings them together behind

@@ -3,17 +3,29 @@
 Either all of them appear or none does. Inside one DuckDB transaction (DDL is transactional):
 the input's budget is checked again against the ledger as this transaction sees it, the old
 output and view are dropped (with ``overwrite=True``), the output is created from the released
-codes, the levels view created and the ledger row inserted, then COMMIT; any failure rolls
+codes, the levels view created, their content fingerprint taken (:mod:`.fingerprint`, which
+``publish()`` checks) and the ledger row inserted, then COMMIT; any failure rolls
 everything back, so no reader ever sees a half-written release.
 
 **Check and record are one transaction.** Two releases that run at the same time (threads with
 cursors on one database) both take the next ``release_id`` of the ledger as they see it; the
 primary key makes the second COMMIT fail, so the one that commits saw every release committed
 before it, and the budget it checked is the budget that holds. (The ids are dense: a transaction
-that missed any committed release takes the id of the first one it missed.) The loser gets a
-:class:`~inftda_sql.ConcurrentWriteError` that says to retry; run again, it sees the other
-release and its spending. Another process cannot write the same file at all: DuckDB lets one
-read-write process open a file (``inftda_sql.connect`` says so).
+that missed any committed release takes the id of the first one it missed.) The loser's
+transaction is rolled back whole.
+
+**Writers take turns, and a loser retries** (:func:`retrying`). With a timeout
+(``release(timeout=...)``, default :data:`DEFAULT_TIMEOUT`), the writes of one process into one
+database file take turns (a lock per file), so its threads do not collide at all. A write
+that still collides (with SQL on another cursor, or a release with no timeout) runs the same
+transaction again, with the same released cells (the noise was drawn before the write and is
+kept in memory: a retry never draws new noise) and the budget checked again as the new
+transaction sees it, so a retry never overspends. It pauses between attempts (exponential,
+jittered, at most a second) for at most ``timeout`` seconds in all; then, or at once with
+``timeout`` None or 0, it raises :class:`~inftda_sql.ConcurrentWriteError`, which says what
+to do. Each retry is logged (logger ``inftda_sql.engines.duckdb.write``, level
+DEBUG). Another process cannot write the same file at all: DuckDB lets one read-write process
+open a file (``inftda_sql.connect(path, timeout=...)`` waits for it or says so).
 
 **Ctrl-C** (:mod:`inftda_sql._interrupts`) cancels the work until COMMIT. BEGIN, COMMIT and
 ROLLBACK themselves run with Ctrl-C deferred, so the transaction is never left open on the
@@ -25,13 +37,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+import logging
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import TypeVar
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError
+from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError, SpecError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
 from ...core.arrays import I64
@@ -39,6 +59,7 @@ from ...core.cells import sort_order
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
 from . import compile as _compile
+from . import fingerprint
 from .catalog import Resolved, Target, existing
 from .ledger import (
     LEDGER_TABLE,
@@ -50,10 +71,39 @@ from .ledger import (
 )
 from .sql import run, scalar
 
-__all__ = ["atomic", "begin_transaction", "released_table", "write_release"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "atomic",
+    "begin_transaction",
+    "check_timeout",
+    "record_release",
+    "released_table",
+    "retrying",
+    "write_release",
+    "write_timeout",
+]
 
 #: what DuckDB says when two transactions wrote the same rows or catalog entries
 _CONFLICT_MARKS = ("conflict", "duplicate key")
+
+#: seconds a release's write keeps retrying a conflict with other writers, by default
+DEFAULT_TIMEOUT = 30.0
+#: the pause after the first conflict (seconds); it doubles after each one, up to _MAX_PAUSE,
+#: and is drawn between half and all of that (jitter: writers that collided do not collide
+#: again in step)
+_FIRST_PAUSE = 0.01
+_MAX_PAUSE = 1.0
+#: the retry budget of the writes in this context (see :func:`write_timeout`)
+_timeout: ContextVar[float | None] = ContextVar("inftda_sql_write_timeout", default=DEFAULT_TIMEOUT)
+#: the pauses' jitter (not noise: nothing private depends on it)
+_jitter = random.Random()
+#: one lock per database file: the writes of this process into it take turns (see retrying())
+_gates: dict[str, threading.RLock] = {}
+_gates_lock = threading.Lock()
+_DATABASE_PATH = "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def begin_transaction(con: duckdb.DuckDBPyConnection) -> None:
@@ -129,6 +179,101 @@ def atomic(con: duckdb.DuckDBPyConnection, what: str) -> Iterator[None]:
         raise error from exc
 
 
+def check_timeout(value: object) -> float | None:
+    """``timeout=`` of a release: seconds >= 0 to keep retrying a write that collided with
+    another writer, or None (as 0: fail at once).
+
+    Example:
+        >>> check_timeout(5), check_timeout(None), check_timeout(0)
+        (5.0, None, 0.0)
+        >>> check_timeout(-1)
+        Traceback (most recent call last):
+        ...
+        inftda_sql._errors.SpecError: timeout must be a number of seconds from 0 to 1e9 (or \
+None: do not wait), got -1; pass e.g. timeout=60
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1e9:
+        raise SpecError(
+            "timeout must be a number of seconds from 0 to 1e9 (or None: do not wait), got "
+            f"{value!r}; pass e.g. ",
+            Arg("timeout", 60),
+            param="timeout",
+        )
+    return float(value)
+
+
+@contextlib.contextmanager
+def write_timeout(seconds: float | None) -> Iterator[None]:
+    """The writes inside the block retry conflicts for at most ``seconds`` (see
+    :func:`retrying`); a public release function wraps its work in this with its ``timeout=``
+    (checked with :func:`check_timeout`)."""
+    token = _timeout.set(seconds)
+    try:
+        yield
+    finally:
+        _timeout.reset(token)
+
+
+def _pause(conflicts: int) -> float:
+    """Seconds to wait after the ``conflicts``-th conflict in a row."""
+    return min(_MAX_PAUSE, _FIRST_PAUSE * 2.0 ** min(conflicts - 1, 30)) * _jitter.uniform(0.5, 1)
+
+
+def _gate(con: duckdb.DuckDBPyConnection) -> threading.RLock | None:
+    """The lock the writes of this process into ``con``'s database file take in turn (one
+    per file; None for an in-memory database, which has no name to share it by)."""
+    path = scalar(con, _DATABASE_PATH)
+    if not path:
+        return None
+    with _gates_lock:
+        return _gates.setdefault(os.path.realpath(str(path)), threading.RLock())
+
+
+def retrying(attempt: Callable[[], T], what: str, con: duckdb.DuckDBPyConnection) -> T:
+    """Run ``attempt`` (one whole transaction on ``con``: it rolls back and raises
+    :class:`~inftda_sql.ConcurrentWriteError` on a conflict) until it succeeds, for at most
+    the seconds of :func:`write_timeout`; any other error ends it at once.
+
+    With a timeout, the writes of this process into one database file take turns (a lock per
+    file, waited for within the timeout): its threads then do not collide at all; a collision
+    with a writer that does not take turns (SQL of the caller's on another cursor) pauses,
+    exponentially and jittered, and retries. Without one (None or 0) the attempt runs once,
+    as soon as called. Past the timeout, the error says how long it tried and what to do.
+    """
+    timeout = _timeout.get()
+    if not timeout:
+        return attempt()
+    gate = _gate(con)
+    started = time.monotonic()
+    conflicts = 0
+    while True:
+        left = timeout - (time.monotonic() - started)
+        error: ConcurrentWriteError | None = None
+        if left > 0 and (gate is None or gate.acquire(timeout=left)):
+            try:
+                return attempt()
+            except ConcurrentWriteError as conflict:
+                error = conflict
+                conflicts += 1
+            finally:
+                if gate is not None:
+                    gate.release()
+        waited = time.monotonic() - started
+        pause = _pause(max(conflicts, 1))
+        if error is None or waited + pause > timeout:
+            raise ConcurrentWriteError(
+                f"other writers kept this database busy: {what} waited {waited:.1f} s for "
+                f"them (tried {conflicts} time(s), rolled back each time: nothing of it is "
+                "recorded); run it again when they are done, or let it wait longer with ",
+                Arg("timeout", max(60, 2 * math.ceil(timeout))),
+                param="timeout",
+            ) from error
+        logger.debug("%s: write conflict %d, retry in %.3f s", what, conflicts, pause)
+        time.sleep(pause)
+
+
 def record_release(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -147,42 +292,56 @@ def record_release(
     output and its view, reading the ``registered`` Arrow tables) and insert the ledger row;
     return the row as written (its ``release_id`` is assigned here, inside the transaction).
 
+    A conflict with another writer retries the whole transaction (:func:`retrying`) with the
+    same registered tables: the released cells are those drawn once, before the write.
     The registered tables are unregistered afterwards whatever happened, with Ctrl-C deferred.
     """
-    try:
+
+    def attempt() -> ReleaseRecord:
+        written = record
         with atomic(con, "the release"):
             for name, table in registered:
                 con.register(name, table)
             ensure_tables(con, LEDGER_TABLE)
             note = check_budget(con, source, budget, guarantee, override=budget_override)
-            if note and note not in record.non_private:
-                record = dataclasses.replace(record, non_private=[*record.non_private, note])
+            if note and note not in written.non_private:
+                written = dataclasses.replace(written, non_private=[*written.non_private, note])
             for target in targets:
-                if target is None:
-                    continue
-                kind = existing(con, target.ref)
-                if kind is not None:
-                    if not overwrite:
-                        raise OutputExistsError(
-                            f"{target.spelling!r} already exists; pass ",
-                            Arg("overwrite", True),
-                            " or choose another ",
-                            Arg("output"),
-                            param="output",
-                        )
-                    run(con, _compile.drop_object(kind, target.ref.sql))
+                if target is not None:
+                    _make_room(con, target, overwrite=overwrite)
             for statement in statements:
                 run(con, statement)
-            record = dataclasses.replace(
-                record, release_id=next_release_id(con), base_tables=list(source.keys)
+            written = dataclasses.replace(
+                written, release_id=next_release_id(con), base_tables=list(source.keys)
             )
-            insert_release(con, record)
+            made = [target.ref for target in targets if target is not None]
+            written = dataclasses.replace(written, fingerprint=fingerprint.take(con, made))
+            insert_release(con, written)
+        return written
+
+    try:
+        return retrying(attempt, "the release", con)
     finally:  # never hides the error that got us here, and Ctrl-C waits for it
         with critical():
             for name, _ in registered:
                 with contextlib.suppress(duckdb.Error):
                     con.unregister(name)
-    return record
+
+
+def _make_room(con: duckdb.DuckDBPyConnection, target: Target, *, overwrite: bool) -> None:
+    """Drop what exists at ``target`` (with ``overwrite``), or refuse to replace it."""
+    kind = existing(con, target.ref)
+    if kind is None:
+        return
+    if not overwrite:
+        raise OutputExistsError(
+            f"{target.spelling!r} already exists; pass ",
+            Arg("overwrite", True),
+            " or choose another ",
+            Arg("output"),
+            param="output",
+        )
+    run(con, _compile.drop_object(kind, target.ref.sql))
 
 
 def write_release(

@@ -19,6 +19,7 @@ from ...core.names import split_name
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
+from ..checks import check_not_aggregated
 from ..duckdb.ledger import is_library_name
 from ..records import ReleaseRecord
 from .catalog import (
@@ -29,6 +30,7 @@ from .catalog import (
     full_name,
     quote,
     resolve_source,
+    type_family,
 )
 from .domain import CodedChain, build_chain
 from .ledger import BUDGET_TABLE, LEDGER_TABLE, check_budget, namespace_of
@@ -224,6 +226,17 @@ class SparkEngine:
                 raise SpecError(
                     f"count column {req.count!r} is also a hierarchy column", param="count"
                 )
+        check_not_aggregated(  # from the schema only, before any noise
+            [
+                (f.name, f.dataType.simpleString())
+                for f in inp.df.schema.fields
+                if type_family(f.dataType) in ("integer", "fractional")
+            ],
+            [*spec.columns, *([req.privacy_unit] if req.privacy_unit else [])],
+            count=req.count,
+            microdata=req.microdata,
+            description=f"the input {inp.description}",
+        )
         for c, chain in enumerate(spec.chains):
             role = self._domain_role(c)
             if req.domains is None:
@@ -247,7 +260,16 @@ class SparkEngine:
             types = [inp.types[col.lower()] for col in chain]
             frame = self._domain_frames[c].toDF(*chain)
             self._chains.append(
-                build_chain(self.spark, c, frame, chain, types, self._domain_role(c))
+                build_chain(
+                    self.spark,
+                    c,
+                    frame,
+                    chain,
+                    types,
+                    self._domain_role(c),
+                    spec.chains,
+                    [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)],
+                )
             )
         return [ch.tree for ch in self._chains]
 

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ..._errors import Arg, BudgetError
-from ...core.accounting import COMPOSES_IN_RHO, Budget, budget_verdict
+from ...core.accounting import Budget, Guarantee, RhoZCDPBudget, budget_verdict
 from ..records import BudgetRecord, ReleaseRecord
 
 __all__ = [
@@ -125,12 +125,8 @@ def upsert_budget(spark: SparkSession, namespace: str, record: BudgetRecord) -> 
 
 
 def _as_budget(record: BudgetRecord) -> Budget:
-    return Budget(
-        rho=record.rho,
-        epsilon=record.epsilon,
-        delta=record.delta,
-        conversion=record.conversion,
-        given="rho",
+    return RhoZCDPBudget(
+        rho=record.rho, epsilon=record.epsilon, delta=record.delta, conversion=record.conversion
     )
 
 
@@ -181,6 +177,7 @@ def _spent(found: Sequence[ReleaseRecord], key: str) -> tuple[float, int]:
     for r in found:
         if key.lower() in (k.lower() for k in (r.base_tables or [])):
             n += 1
-            if r.guarantee in COMPOSES_IN_RHO and r.rho is not None:
-                rho += r.rho
+            charged = Guarantee(r.guarantee).charged_rho(r.rho)
+            if charged is not None:
+                rho += charged
     return rho, n

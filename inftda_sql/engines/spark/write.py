@@ -4,7 +4,8 @@ The released leaves (a code per chain and a count) are decoded to the hierarchy 
 broadcast join with each chain's code table and saved as a table of the catalog (parquet in the
 warehouse unless the catalog says otherwise), so it joins with the geography like any table. The
 levels view (every level as sums of the leaves, ``GROUPING SETS``) follows, and the ledger row
-is appended only after both are complete; if that append fails, the output and view are
+(with the content fingerprint of both, :mod:`.fingerprint`) is appended only after both are
+complete; if that append fails, the output and view are
 dropped again, so no release is visible without its row.
 """
 
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 
 from ...core.spec import TreeSpec
 from ..records import ReleaseRecord
+from . import fingerprint
 from .catalog import quote
 from .domain import CodedChain, depth_code
 from .ledger import append_release
@@ -87,6 +89,8 @@ def write_release(
     try:
         if view is not None:
             spark.sql(levels_view_sql(spec, view, output))
+        written = [output] if view is None else [output, view]
+        record = dataclasses.replace(record, fingerprint=fingerprint.take(spark, written))
         return append_release(spark, namespace, record)
     except BaseException:
         if view is not None:

@@ -1,11 +1,11 @@
-"""How much memory the count-of-counts estimators of :mod:`.coc` hold at once, and the check
+"""How much memory the count-of-counts estimators of this package hold at once, and the check
 that refuses a ``max_size`` (or ``chunk``) beyond the memory available, from public parameters
 only, before the private data is read."""
 
 from __future__ import annotations
 
-from .._errors import Arg, SpecError
-from .coc import DEFAULT_CHUNK
+from ..._errors import Arg, SpecError
+from .histograms import DEFAULT_CHUNK
 
 __all__ = ["BYTES_PER_ENTRY", "check_memory", "chunk_entries", "size_limit"]
 

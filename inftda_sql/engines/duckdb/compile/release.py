@@ -1,0 +1,241 @@
+"""The SQL of a hierarchy release: the public domain coded, one ``GROUP BY`` scan of the input
+(:func:`leaf_counts`) to its leaf cells, their codes fetched once (:func:`leaf_codes`), the
+released leaves decoded and written in code order (:func:`write_output`), the levels view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ....core.spec import TreeSpec
+from ..sql import ident, render
+from ._common import TempNames, _code_tables, _cols
+
+
+def depth_code(depth: int) -> str:
+    """Name of the code column of depth ``depth`` in a chain's code table."""
+    return f"__d{depth}"
+
+
+def domain_paths(chain: Sequence[str], domain_sql: str, types: Sequence[str]) -> str:
+    """The paths of a chain's domain, cast to the input's ``types``, sorted (with repeats)."""
+    casts = ", ".join(
+        f"CAST({ident(c)} AS {t}) AS {ident(c)}" for c, t in zip(chain, types, strict=True)
+    )
+    return render("domain_paths", casts=casts, domain=domain_sql)
+
+
+def chain_columns(columns: Mapping[str, str], domain_sql: str) -> str:
+    """A domain read as one chain: each chain column (key) from a domain column (value), e.g.
+    ``o_region`` from ``region``; a subquery, so nothing is created in the catalog."""
+    cols = ", ".join(f"{ident(source)} AS {ident(name)}" for name, source in columns.items())
+    return f"({render('domain_paths.chain_columns', cols=cols, domain=domain_sql).strip()})"
+
+
+def bound_units(
+    columns: Sequence[str], input_sql: str, unit: str, *, distinct: bool, m: int
+) -> str:
+    """The input with a ``__keep`` flag: at most ``m`` records (or distinct cells of
+    ``columns``) per unit. The secret salt is the bound parameter ``$salt``.
+    """
+    cols = _cols(columns)
+    source = f"(SELECT DISTINCT {ident(unit)}, {cols} FROM {input_sql})" if distinct else input_sql
+    text = render(
+        "bound_units", cols=cols, unit=ident(unit), source=source, m=str(int(m)), salt="$salt"
+    )
+    return f"({text.strip()})"
+
+
+def ancestors(spec: TreeSpec) -> list[str]:
+    """All non-leaf hierarchy columns, chain after chain (the order of the path hash)."""
+    return [col for chain in spec.chains for col in chain[:-1]]
+
+
+def _path_hash(
+    cols: Sequence[str],
+    alias: dict[str, str] | None = None,
+    as_varchar: frozenset[str] = frozenset(),
+) -> str:
+    if not cols:
+        return "0::UBIGINT"
+    alias = alias or {}
+    terms = [alias.get(c, "") + ident(c) for c in cols]
+    terms = [
+        f"CAST({t} AS VARCHAR)" if c in as_varchar else t for c, t in zip(cols, terms, strict=True)
+    ]
+    return "hash(" + ", ".join(terms) + ")"
+
+
+def nesting_check(codes_table: str, parent: str, child: str) -> str:
+    """A query returning one child value listed under two parents, if any."""
+    return render("nesting", codes=ident(codes_table), parent=ident(parent), child=ident(child))
+
+
+def _count_parts(
+    count: str | None, count_is_integer: bool, *, bounded: bool, wide: bool
+) -> dict[str, str]:
+    """The aggregates of a scan (see :func:`leaf_counts`): the records counted (``count`` is
+    the count column, or None for one row per record), and the number of rows whose count is
+    NULL, negative, not whole or beyond int64: never a count."""
+    zero = {"count_nulls": "0", "count_neg": "0", "count_frac": "0", "count_big": "0"}
+    if bounded:  # input from bound_units(): count the records each unit keeps
+        return {**zero, "count_sum": "(count(*) FILTER (WHERE __keep))::BIGINT"}
+    if count is None:
+        return {**zero, "count_sum": "count(*)::BIGINT"}
+    n = ident(count)
+    if count_is_integer and wide:
+        count_sum = f"sum(TRY_CAST({n} AS BIGINT))"
+        count_big = f"count(*) FILTER ({n} IS NOT NULL AND TRY_CAST({n} AS BIGINT) IS NULL)"
+    else:
+        count_sum = f"sum({n})" if count_is_integer else f"sum({n}::DOUBLE)"
+        count_big = "0"
+    return {
+        "count_sum": count_sum,
+        "count_nulls": f"count(*) FILTER ({n} IS NULL)",
+        "count_neg": f"count(*) FILTER ({n} < 0)",
+        "count_frac": "0" if count_is_integer else f"count(*) FILTER ({not_whole(count)})",
+        "count_big": count_big,
+    }
+
+
+def leaf_counts(
+    names: TempNames,
+    spec: TreeSpec,
+    input_sql: str,
+    count: str | None,
+    count_is_integer: bool,
+    as_varchar: frozenset[str] = frozenset(),
+    bounded: bool = False,
+    wide: bool = False,
+    check: Sequence[str] = (),
+) -> str:
+    """The single scan of the private input, grouped by the leaf column of every chain.
+
+    ``check`` names the input's ancestor columns whose agreement with the domain the scan
+    collects (min and max of their hash per leaf cell, see :func:`leaf_codes`); none by default.
+
+    ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
+    ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``);
+    ``wide`` means the count column's type can overflow 128-bit sums (see
+    :func:`~inftda_sql.engines.duckdb.catalog.is_wide_number`): values beyond int64 are then
+    counted in ``__big`` instead of summed, so no overflow error (which would print private
+    values) can occur. Per cell it keeps, besides the sum ``__n``, the number of input rows
+    with a NULL (``__nulls``), negative (``__neg``) or non-whole (``__frac``: fractional, NaN,
+    infinite) count: the checks report how many rows are wrong, never a count.
+    """
+    parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
+    paths = ""
+    if check:
+        path = _path_hash(check, as_varchar=as_varchar)
+        paths = f",\n       min({path}) AS __hmin,\n       max({path}) AS __hmax"
+    return render(
+        "leaf_counts",
+        leaf=ident(names.leaf),
+        leaf_cols=_cols(spec.leaf_columns),
+        input=input_sql,
+        paths=paths,
+        **parts,
+    )
+
+
+def not_whole(count: str) -> str:
+    """The condition on a fractional count column that holds for a value that is not a whole
+    number (fractional, NaN or infinite)."""
+    n = ident(count)
+    return f"NOT (isfinite({n}) AND {n} = trunc({n}))"
+
+
+def bad_path(
+    names: TempNames,
+    chain_index: int,
+    chain: Sequence[str],
+    input_sql: str,
+    codes: str | None = None,
+) -> str:
+    """Diagnostics: an input path of a chain (``chain``: the chain's columns the input has, the
+    leaf last), for the leaf value ``$leaf``, not in the domain."""
+    return render(
+        "bad_path",
+        cols=_cols(chain),
+        input=input_sql,
+        leaf_match=f"{ident(chain[-1])} = $leaf",
+        codes=codes or ident(names.codes(chain_index)),
+    )
+
+
+def leaf_codes(
+    names: TempNames,
+    spec: TreeSpec,
+    check: Sequence[str] = (),
+    codes: Sequence[str] | None = None,
+) -> str:
+    """The leaf cells with every chain's leaf code (``__leaf0``, ...) and count ``n``, to fetch;
+    with ``check`` (the ancestor columns :func:`leaf_counts` hashed) also ``path_ok``."""
+    tables = _code_tables(names, len(spec.chains), codes)
+    code_cols = []
+    joins = []
+    alias: dict[str, str] = {}
+    for c, chain in enumerate(spec.chains):
+        a = f"c{c}"
+        code_cols.append(f"{a}.{depth_code(len(chain))} AS {ident(leaf_code(c))}")
+        leaf = ident(chain[-1])
+        joins.append(f"LEFT JOIN {tables[c]} AS {a} ON {a}.{leaf} = l.{leaf}")
+        alias.update({col: f"{a}." for col in chain})
+    path_ok = ""
+    if check:
+        expected = _path_hash(check, alias)
+        path_ok = f",\n       (l.__hmin = l.__hmax AND l.__hmin = {expected}) AS path_ok"
+    return render(
+        "leaf_codes",
+        leaf=ident(names.leaf),
+        code_cols=", ".join(code_cols),
+        path_ok=path_ok,
+        joins="\n".join(joins),
+    )
+
+
+def leaf_code(chain: int) -> str:
+    """Name of the column holding chain ``chain``'s leaf code (fetched cells, released cells)."""
+    return f"__leaf{chain}"
+
+
+def write_output(spec: TreeSpec, output_sql: str, released: str, *, ordered: bool) -> str:
+    """The released table from ``released`` (decoded hierarchy columns and counts, in leaf code
+    order); ``ordered``: DuckDB keeps that order by itself, else it is spelled out."""
+    order = "" if ordered else f"\nORDER BY {_cols(spec.columns)}"
+    return render(
+        "write_output",
+        output=output_sql,
+        cols=_cols(spec.columns),
+        released=ident(released),
+        order=order,
+    )
+
+
+def insertion_order() -> str:
+    """Whether DuckDB keeps the order in which rows are read (``preserve_insertion_order``)."""
+    return render("write_output.insertion_order")
+
+
+def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
+    """A view with every level of the release (level 0 = root) as sums of the leaves."""
+    all_cols = spec.columns
+    sets, cases, labels = [], [], []
+    for level, depths in enumerate(spec.levels):
+        in_set = {col for chain, d in zip(spec.chains, depths, strict=True) for col in chain[:d]}
+        mask = 0
+        for col in all_cols:
+            mask = (mask << 1) | (0 if col in in_set else 1)
+        sets.append("(" + _cols([c for c in all_cols if c in in_set]) + ")")
+        cases.append(f"WHEN {mask} THEN {level}")
+        name = spec.level_name(level).replace("'", "''")
+        labels.append(f"WHEN {mask} THEN '{name}'")
+    return render(
+        "levels_view",
+        view=view_sql,
+        cols=_cols(all_cols),
+        cases=" ".join(cases),
+        names=" ".join(labels),
+        output=output_sql,
+        sets=", ".join(sets),
+    )
