@@ -143,6 +143,9 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
            "30; 0: fail at once)", flag="--timeout", value_type="float", engines=("duckdb",)),
     Option("scratch", None, "a folder every executor can write, for the survivors of each "
            "level (default: under the warehouse)", toml=False, engines=("spark",)),
+    Option("ledger", None, "the folder of the ledger and budgets (default: the conf "
+           "spark.inftda.ledger, else inftda_ledger beside the warehouse)", toml=False,
+           engines=("spark",)),
 )  # fmt: skip
 
 

@@ -1,22 +1,30 @@
-"""Checks every engine makes alike, on what it fetched (Arrow) or counted: engine-neutral, so an
-error reads the same on DuckDB and on Spark."""
+"""Checks every engine makes alike, on what it fetched (Arrow), counted or resolved in its
+catalog: engine-neutral, so an error reads the same on DuckDB and on Spark.
+
+The checks on names take what each engine resolved: the base tables (and files) a source reads,
+as the engine's catalog spells them, and the identity of an output, so the rule is written once
+and the engines only say what their catalog holds."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._errors import Arg, DomainError, InputDataError, Part
+from .._errors import Arg, DomainError, InputDataError, OutputExistsError, Part, SpecError
 from ..core.intopt import VALUE_LIMIT
 
 __all__ = [
     "COUNT_LIMIT",
     "COUNT_WORDS",
+    "check_domain_not_input",
     "check_domain_paths",
     "check_not_aggregated",
+    "check_not_read",
+    "check_not_reserved",
+    "check_output_free",
     "empty_domain",
     "looks_like_count",
     "reversal_hint",
@@ -170,3 +178,72 @@ def reversal_hint(
         f"{chain[-1]!r}); reverse them, coarse to fine: ",
         Arg("hierarchy", fixed if len(fixed) > 1 else fixed[0]),
     )
+
+
+def check_domain_not_input(
+    input_reads: Iterable[str], domains: Iterable[tuple[str, str, Sequence[str]]]
+) -> None:
+    """Refuse a domain that reads what the input reads (a base table or a file, any spelling
+    case): its categories would come from the private data while the release is recorded as
+    private. ``domains`` are (role, description, what it reads) triples.
+
+    Example:
+        >>> check_domain_not_input(["main.trips"], [("domain", "view 'g'", ["main.geo"])])
+        >>> try:
+        ...     check_domain_not_input(["main.trips"], [("domain", "view 'g'", ["MAIN.TRIPS"])])
+        ... except DomainError as exc:
+        ...     print(str(exc).split(":")[0])
+        the domain (view 'g') reads MAIN.TRIPS, which the input reads too
+    """
+    private = {k.lower() for k in input_reads}
+    for role, description, reads in domains:
+        shared = [k for k in reads if k.lower() in private]
+        if shared:
+            raise DomainError(
+                f"the {role} ({description}) reads {shared[0]}, which the input reads too: its "
+                "categories would come from the private data. Pass the PUBLIC geography, or ",
+                Arg("domain_from_data", True),
+                " (recorded as not private)",
+                param="domain",
+            )
+
+
+def check_not_reserved(spelling: str, reserved: bool, tables: Sequence[str]) -> None:
+    """Refuse an output named as a table the package keeps for its own bookkeeping (``tables``)
+    or as its temporary objects (``reserved`` says whether ``spelling`` is either)."""
+    if reserved:
+        raise SpecError(
+            f"{spelling!r} is a name inftda_sql keeps for its own bookkeeping "
+            f"({', '.join(tables)} and names starting with __inftda); choose another ",
+            Arg("output"),
+            param="output",
+        )
+
+
+def check_not_read(
+    spelling: str, target: Hashable, protected: Iterable[tuple[Hashable, str, str]]
+) -> None:
+    """Refuse an output (``target``: its identity in the engine's catalog) that is something a
+    release reads: ``protected`` holds (identity, how it is shown, its role) of the input, the
+    domains and the tables and views they read."""
+    for ref, shown, role in protected:
+        if ref == target:
+            raise SpecError(
+                f"{spelling!r} is {role} ({shown}); writing the release there would destroy "
+                "what it reads: choose another ",
+                Arg("output"),
+                param="output",
+            )
+
+
+def check_output_free(spelling: str, exists: bool, overwrite: bool) -> None:
+    """An output that exists is replaced only with ``overwrite=True``."""
+    if exists and not overwrite:
+        raise OutputExistsError(
+            f"{spelling!r} already exists; pass ",
+            Arg("overwrite", True),
+            " to replace it or choose another ",
+            Arg("output"),
+            " name",
+            param="output",
+        )

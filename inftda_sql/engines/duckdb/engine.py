@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ..._coc_request import CountOfCountsRequest
-from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
+from ..._errors import DomainError, InputDataError, InternalError, SpecError
 from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
@@ -25,7 +25,7 @@ from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
-from ..checks import check_not_aggregated
+from ..checks import check_domain_not_input, check_not_aggregated
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
@@ -170,18 +170,13 @@ class DuckDBEngine:
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that reads what the input reads (the same table or file) would take the
         categories from the private data while the release is recorded as private: refused."""
-        private = {k.lower() for k in self.input.resolved.keys}
-        for c, dom in enumerate(self._domains):
-            shared = [k for k in dom.resolved.keys if k.lower() in private]
-            if shared:
-                raise DomainError(
-                    f"the {self._domain_role(c)} ({dom.description}) reads {shared[0]}, which the "
-                    "input reads too: its categories would come from the private data. Pass the "
-                    "PUBLIC geography, or ",
-                    Arg("domain_from_data", True),
-                    " (recorded as not private)",
-                    param="domain",
-                )
+        check_domain_not_input(
+            self.input.resolved.keys,
+            [
+                (self._domain_role(c), dom.description, dom.resolved.keys)
+                for c, dom in enumerate(self._domains)
+            ],
+        )
 
     def _domain_role(self, index: int) -> str:
         req = self.request

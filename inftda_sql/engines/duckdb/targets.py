@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import duckdb
 
-from ..._errors import Arg, OutputExistsError, SpecError
+from ..._errors import Arg, SpecError
+from ..checks import check_not_read, check_not_reserved, check_output_free
 from .catalog import Source, TableRef, Target, home_database, reads_view
 from .ledger import LIBRARY_TABLES, is_library_name, stored_budgets
 
@@ -35,22 +36,12 @@ def check_targets(
     for target in targets:
         if target is None:
             continue
-        if is_library_name(target.ref.name):
-            raise SpecError(
-                f"{target.spelling!r} is a name inftda_sql keeps for its own bookkeeping "
-                f"({', '.join(LIBRARY_TABLES)} and names starting with __inftda); choose "
-                "another ",
-                Arg("output"),
-                param="output",
-            )
-        for ref, role in protected:
-            if target.ref.same(ref):
-                raise SpecError(
-                    f"{target.spelling!r} is {role} ({ref}); writing the release there would "
-                    "destroy what it reads: choose another ",
-                    Arg("output"),
-                    param="output",
-                )
+        check_not_reserved(target.spelling, is_library_name(target.ref.name), LIBRARY_TABLES)
+        check_not_read(
+            target.spelling,
+            target.ref.folded,
+            [(ref.folded, str(ref), role) for ref, role in protected],
+        )
         if target.existing == "table":
             if budgets is None:
                 budgets = set(stored_budgets(con))
@@ -62,15 +53,7 @@ def check_targets(
                     Arg("output"),
                     param="output",
                 )
-        if target.existing is not None and not overwrite:
-            raise OutputExistsError(
-                f"{target.spelling!r} already exists; pass ",
-                Arg("overwrite", True),
-                " to replace it or choose another ",
-                Arg("output"),
-                " name",
-                param="output",
-            )
+        check_output_free(target.spelling, target.existing is not None, overwrite)
         if target.existing == "view" and reads_view(con, target.ref, [src.sql for src, _ in named]):
             raise SpecError(
                 f"{target.spelling!r} is a view that the input or a domain reads; replacing "
