@@ -379,3 +379,62 @@ def test_a_feature_release_checks_its_noise_range_before_the_scan(
             con, "guarded", mechanism="cbdp", domain="geo",
             features={"r": ["region"], "m": GEO}, **budget,
         )  # fmt: skip
+
+
+# ------------------------------------------------------------ budgets beyond float's range
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-17, 5e-324])
+def test_a_count_of_counts_epsilon_too_small_names_epsilon(
+    con: duckdb.DuckDBPyConnection, epsilon: float
+) -> None:
+    """epsilon=1e-300 said 'rho must be positive, got 0.0' (epsilon^2 / 2 underflows), a
+    parameter the caller never passed; 1e-17 stopped in the sampler after the scan."""
+    _households(con)
+    with pytest.raises(inftda_sql.BudgetError) as info:
+        inftda_sql.release_count_of_counts(
+            con, "guarded", group="hh", hierarchy=["state", "county"], groups="listed",
+            epsilon=epsilon,
+        )  # fmt: skip
+    message = str(info.value)
+    assert message.startswith(f"epsilon={epsilon!r} is so small that a level's noise has scale ")
+    assert message.endswith("raise epsilon=") and "rho" not in message
+    assert info.value.param == "epsilon"
+
+
+BUDGET_CALLS: dict[str, Callable[[duckdb.DuckDBPyConnection], object]] = {
+    "release rho=1e308": lambda con: inftda_sql.release(
+        con, "guarded", hierarchy=GEO, domain="geo", rho=1e308
+    ),
+    "set_budget rho=1e308": lambda con: inftda_sql.set_budget(con, "persons", rho=1e308),
+    "pure epsilon=1e308": lambda _: inftda_sql.Budget.from_args(epsilon=1e308, pure=True),
+    "release rho=1e-320": lambda con: inftda_sql.release(
+        con, "guarded", hierarchy=GEO, domain="geo", rho=1e-320
+    ),
+}
+BUDGET_ERRORS = {
+    "release rho=1e308": ("rho", "rho=1e+308 is too large to be a privacy budget"),
+    "set_budget rho=1e308": ("rho", "rho=1e+308 is too large to be a privacy budget"),
+    "pure epsilon=1e308": ("epsilon", "epsilon=1e+308 is too large to be a privacy budget"),
+    "release rho=1e-320": ("rho", "rho=1e-320 is too small to be a budget"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BUDGET_CALLS))
+def test_budgets_beyond_float_range_name_the_value_and_the_fix(
+    con: duckdb.DuckDBPyConnection, case: str
+) -> None:
+    """rho=1e308 said 'rho=1e+308 and epsilon=inf are inconsistent' (its epsilon overflows); a
+    pure epsilon=1e308 silently became an infinite, non-private budget; rho=1e-320 failed an
+    internal check of the accounting."""
+    _db(con)
+    con.execute(
+        "CREATE VIEW guarded AS SELECT * FROM persons WHERE error('the private rows were read') "
+        "IS NULL"
+    ).fetchall()
+    param, start = BUDGET_ERRORS[case]
+    with pytest.raises(inftda_sql.BudgetError) as info:
+        BUDGET_CALLS[case](con)
+    assert str(info.value).startswith(start), str(info.value)
+    assert "inconsistent" not in str(info.value)
+    assert info.value.param == param
