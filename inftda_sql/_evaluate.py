@@ -24,6 +24,7 @@ from .core.spec import TreeSpec, parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import Source, count_column, drop_temp, resolve_source, type_family
 from .engines.duckdb.compile import level_cell_columns
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.sql import arrow, ident, render
 
 __all__ = [
@@ -114,6 +115,7 @@ def evaluate(
         >>> ev.project("level, level_name, cells_true, max_abs_error").fetchall()
         [(0, 'root', 1, 0), (1, 'region', 2, 0), (2, 'city', 2, 0)]
     """
+    require_open(con, "evaluate")
     recorded = recorded_release(con, released)
     if hierarchy is None:
         if recorded is None or recorded.hierarchy is None:
@@ -255,6 +257,7 @@ def evaluate_count_of_counts(
         ...     hierarchy=["state", "county"]).project("level, mean_emd").fetchall()
         [(0, 1.0), (1, 1.0), (2, 0.5)]
     """
+    require_open(con, "evaluate_count_of_counts")
     if group is None or hierarchy is None:
         recorded = recorded_release(con, released)
         if recorded is None or recorded.kind != "count_of_counts":

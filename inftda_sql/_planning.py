@@ -47,6 +47,7 @@ from .core.topdown import topdown
 from .core.tree import ChainTree, determined_levels
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import drop_temp, resolve_source
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.domain import chain_source
 from .engines.duckdb.sql import rows
 
@@ -404,6 +405,8 @@ def plan(
         >>> p.levels[0].bound < p.levels[1].bound < p.levels[2].bound
         True
     """
+    if con is not None:
+        require_open(con, "plan")
     if shape is not None and con is not None:
         raise SpecError(
             "pass shape= or con= with ", Arg("hierarchy"), " and ", Arg("domain"), ", not both"

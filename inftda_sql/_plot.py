@@ -23,6 +23,7 @@ from ._interrupts import critical
 from ._recorded import truth_reading
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.sql import arrow
 
 if TYPE_CHECKING:
@@ -245,6 +246,7 @@ def plot_zoom(
     Returns:
         The path of the PNG written.
     """
+    require_open(con, "plot_zoom")
     if isinstance(max_points_per_level, bool) or not isinstance(max_points_per_level, int):
         raise SpecError(f"max_points_per_level must be an integer, got {max_points_per_level!r}")
     if max_points_per_level < 100:

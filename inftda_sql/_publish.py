@@ -41,6 +41,7 @@ from .engines.duckdb.catalog import (
     resolve_files,
     split_name,
 )
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.ledger import (
     ReleaseRecord,
     charges,
@@ -99,6 +100,7 @@ def publish(
         SpecError: ``path`` is a file the working database uses (its file, its ``.wal``, an
             attached database's, an input's), or another argument is malformed.
     """
+    require_open(con, "publish")
     target = _target(con, path)
     ref = _released_table(con, output)
     record = _latest_release(con, ref, output)

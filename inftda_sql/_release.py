@@ -16,11 +16,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ._errors import SpecError
 from ._interrupts import Scope, settle_imports
 from ._pipeline import run_release
 from ._request import ReleaseRequest
 from ._result import Release
 from .core.tree import LevelStats
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.duckdb.write import DEFAULT_TIMEOUT, check_timeout, write_timeout
 from .mechanisms import DEFAULT_MAX_CELLS, MECHANISMS
@@ -181,7 +183,13 @@ def release(
         >>> con.execute("SELECT * FROM persons_private").fetchall()
         [('N', 'a', 2), ('S', 'c', 2)]
     """
+    require_open(con, "release")
     t_start = time.perf_counter()
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            f"progress must be a function of one level's statistics, got {progress!r}",
+            param="progress",
+        )
     request = ReleaseRequest.from_args(
         table,
         hierarchy=hierarchy,

@@ -37,6 +37,7 @@ from ._frames import require
 from ._release import Release, release
 from .core.accounting import Budget
 from .core.arrays import I64
+from .engines.duckdb.connection import require_open
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,6 +134,8 @@ def release_series(
 ) -> tuple[pd.Series, Release]:
     """:func:`inf_tda`, also returning the :class:`~inftda_sql.Release` (budget, per-level
     sensitivity, rho and sigma, cells noised and kept, timings: for the data owner)."""
+    if con is not None:
+        require_open(con, "inf_tda")
     pd = require("pandas", param=None)
     if not isinstance(data, pd.Series):
         raise SpecError(

@@ -23,7 +23,7 @@ from ..core.tree import ChainTree, LevelStats
 from ..engines.base import Engine, Scan
 from ..engines.records import ReleaseRecord
 from ..mechanisms import MechanismContext, tree_mechanism
-from .base import KindRun, require
+from .base import KindRun, check_noise_range, require
 
 __all__ = ["KIND"]
 
@@ -55,6 +55,7 @@ class _Run:
         self.engine.resolve()
         self.chains = self.engine.code_domains()
         self.accounting = self.request.account(self.chains)  # public domain only
+        check_noise_range(self.accounting.level_sigma)
 
     def scan(self) -> None:
         self.found = self.engine.scan()

@@ -60,7 +60,8 @@ budget) and add them up. Everything is vectorised over nodes and runs; the only 
 over chunks, levels and the rounds of the proportional splits (one per piece of a size class).
 
 The modules: :mod:`.histograms` (the data), :mod:`.estimators` (per node), :mod:`.merge`
-(top-down matching) and :mod:`.release` (the whole release, the error). Import the names from
+(top-down matching), :mod:`.release` (the whole release, the error) and :mod:`.memory` (the
+working memory of a chunk, checked before the data is read). Import the names from
 this package, which re-exports them.
 """
 
@@ -70,10 +71,12 @@ from .estimators import estimate_level
 from .histograms import CONSISTENCY, MERGES, CocLevel, CocLevelStats, CocResult, Histograms, Runs
 from .histograms import DEFAULT_CHUNK as DEFAULT_CHUNK
 from .levels import truncate_sizes
+from .memory import BYTES_PER_ENTRY, check_memory, chunk_entries, size_limit
 from .merge import match_and_merge
 from .release import count_of_counts, emd_per_node, levels_from_leaves
 
 __all__ = [
+    "BYTES_PER_ENTRY",
     "CONSISTENCY",
     "MERGES",
     "CocLevel",
@@ -81,10 +84,13 @@ __all__ = [
     "CocResult",
     "Histograms",
     "Runs",
+    "check_memory",
+    "chunk_entries",
     "count_of_counts",
     "emd_per_node",
     "estimate_level",
     "levels_from_leaves",
     "match_and_merge",
+    "size_limit",
     "truncate_sizes",
 ]
