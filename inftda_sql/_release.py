@@ -33,6 +33,7 @@ from ._request import ReleaseRequest
 from ._tables import html_table, text_table
 from ._version import __version__
 from .core.accounting import COMPOSES_IN_RHO, Accounting
+from .core.bounds import ErrorBounds, bound_text, bounds_note, for_release
 from .core.features import FeatureSpec
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
@@ -102,6 +103,9 @@ class Release:
     return_as: str | None = None
     released: pa.Table | None = field(default=None, repr=False, compare=False)
     """The released table as Arrow, when it was returned in memory (``return_as=``)."""
+    error_bounds: ErrorBounds | None = None
+    """Per level, the error bound of every released count and the typical error, from public
+    parameters only (:mod:`inftda_sql.core.bounds`); None for a feature release."""
 
     @property
     def is_private(self) -> bool:
@@ -160,6 +164,7 @@ class Release:
             "mechanism_params": dict(self.mechanism_params),
             "budget": self.accounting.as_dict(),
             "levels": [lv.as_dict() for lv in self.levels],
+            "error_bounds": None if self.error_bounds is None else self.error_bounds.as_dict(),
             "total": self.total,
             "seeded": self.seeded,
             "non_private": list(self.non_private),
@@ -179,6 +184,7 @@ class Release:
                 str(lv.level),
                 lv.name,
                 f"{lv.sigma:.3g}",
+                bound_text(self.error_bounds, lv.name),
                 f"{lv.parents:,}",
                 f"{lv.noised_cells:,}",
                 f"{lv.surviving_cells:,}",
@@ -187,8 +193,8 @@ class Release:
             for lv in self.levels
         ]
 
-    _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s*")
-    _FEATURE_HEADER = ("query", "name", "noise sd", "-", "noised", "kept", "s*")
+    _HEADER = ("level", "cells of", "sigma", "error bound", "parents", "noised", "kept", "s*")
+    _FEATURE_HEADER = ("query", "name", "noise sd", "-", "-", "noised", "kept", "s*")
 
     @property
     def _header(self) -> tuple[str, ...]:
@@ -229,6 +235,7 @@ class Release:
             self._budget_line(),
         ]
         lines += text_table(self._header, self._level_rows(), left=1)
+        lines += bounds_note(self.error_bounds)
         if self.levels_view and isinstance(self.spec, FeatureSpec):
             lines.append(
                 f"every feature: SELECT * FROM {self.levels_view} WHERE feature = '<name>'"
@@ -483,8 +490,22 @@ def run_release(
         )
     levels, total = engine.released(result)
     non_private = request.non_private_reasons(budget_note)
+    with stages("bounds"):  # public parameters and the released total only
+        bounds = for_release(
+            mechanism.error_analysis,
+            request.tree,
+            chains,
+            accounting.level_names,
+            accounting.level_sigma,
+            total=total,
+            optimizer=mechanism.topdown_step,
+        )
     with stages("write"):
-        details = {"levels": [lv.as_dict() for lv in levels], **_level_notes(accounting)}
+        details = {
+            "levels": [lv.as_dict() for lv in levels],
+            **_level_notes(accounting),
+            "error_bounds": bounds.as_dict(),
+        }
         record = _record(
             request,
             accounting,
@@ -515,6 +536,7 @@ def run_release(
         mechanism_params=record_parameters(request, accounting),
         return_as=request.return_as,
         released=released,
+        error_bounds=bounds,
     )
 
 

@@ -3,6 +3,12 @@ CREATE VIEW $view AS
 SELECT CASE grouping($cols) $cases END AS level,
        CASE grouping($cols) $names END AS level_name,
        $cols,
-       coalesce(sum("count"), 0)::BIGINT AS "count"
+       coalesce(sum("count"), 0)::BIGINT AS "count"$bounds
 FROM $output
 GROUP BY GROUPING SETS ($sets)
+
+-- name: bounds
+-- per level, public constants (inftda_sql.core.bounds): the bound of every cell of the level
+-- with probability >= 1 - beta, and the typical largest error of the level (NULL: none)
+CASE grouping($cols) $bound END::DOUBLE AS error_bound,
+       CASE grouping($cols) $typical END::DOUBLE AS typical_error

@@ -29,6 +29,7 @@ import numpy as np
 from .._errors import Arg, InternalError, SpecError
 from ..core.accounting import Accounting, Budget, account, account_features
 from ..core.arrays import I64
+from ..core.bounds import Analysis
 from ..core.features import FeatureSpec, Lattice
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
@@ -189,6 +190,10 @@ class Mechanism:
             engine that runs the TopDown pass in its own tasks (Spark: blocks of parents) runs
             this step there instead of ``run``; None: the mechanism runs through ``run`` on the
             true counts of whole levels.
+        error_analysis: which argument bounds its error from public parameters
+            (:data:`~inftda_sql.core.bounds.Analysis`: ``"linf"``, ``"l2_rounded"``,
+            ``"leaf_sums"``), or None when its analysis gives no bound (the levels view then
+            shows NULL bounds).
     """
 
     name: str
@@ -200,6 +205,7 @@ class Mechanism:
     requires: Callable[[Budget], None] | None = None
     parameters: Callable[[Accounting], dict[str, Any]] | None = None
     topdown_step: Optimizer | None = None
+    error_analysis: Analysis | None = None
 
     #: a tree mechanism takes zCDP (or (epsilon, delta)) budgets, never a pure epsilon
     pure_budget = False

@@ -55,6 +55,7 @@ from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
 from ...core.arrays import I64
+from ...core.bounds import view_bounds
 from ...core.cells import sort_order
 from ...core.spec import TreeSpec
 from ...core.tree import TopDownResult
@@ -377,7 +378,8 @@ def write_release(
             _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered)
         )
         if view is not None:
-            statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql))
+            bounds = view_bounds(record.details)  # public constants from the ledger row
+            statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql, bounds))
     return record_release(
         con,
         registered=registered,
