@@ -6,8 +6,8 @@ level (and, for leaf sums, leaves per cell) and ``beta``; nothing reads private 
 numbers are free in privacy and are published with the table (the levels view, the ledger row).
 
 **What a bound says.** ``bound[l]``: with probability at least ``1 - beta``, *every* released
-count of level ``l`` is within ``bound[l]`` of its true count, whatever the data. Each level's
-statement is on its own (a level's bound spends the whole ``beta``).
+count of *every* level ``l`` is within ``bound[l]`` of its true count, whatever the data (one
+event for all levels and cells at once).
 
 **The noise of one level.** ``T_j(p)`` is the smallest integer ``t`` with
 ``P(|Z| > t) <= p`` for the discrete Gaussian ``Z`` of sigma ``s_j``, from its exact tail (the
@@ -15,8 +15,8 @@ sum of its pmf beyond ``t``; for a very large sigma the continuous Gaussian tail
 discrete one from above: ``sum_{k > t} exp(-k^2 / 2s^2) <= integral_t^inf`` and the normaliser
 is at least ``s sqrt(2 pi)``). With ``n_j`` the public domain's cells of level ``j`` (an upper
 bound on the cells actually noised, which depends on the data in InfTDA), a union bound gives
-``max |noise of level j| <= T_j(beta / (k n_j))`` for the ``k`` noised levels from the root to
-``l`` together, with probability at least ``1 - beta``.
+``max |noise of level j| <= T_j = T(beta / (k n_j))`` for the ``k`` noised levels together,
+with probability at least ``1 - beta``.
 
 **TopDown with an exact Chebyshev projection** (``linf``: InfTDA's IntOpt, the MILP solver).
 For a parent released with error ``e_p``, the true children shifted by at most ``|e_p|`` each are
@@ -173,7 +173,7 @@ class ErrorBounds:
     names: tuple[str, ...]
     cells: tuple[int, ...]
     sigma: tuple[float, ...]
-    noise: tuple[int, ...]  # T_l at its own level's split of beta (0 when not noised)
+    noise: tuple[int, ...]  # T_l: the largest noise of level l (0 when not noised)
     bound: tuple[float | None, ...]
     reason: str = ""
     typical: Typical | None = None
@@ -215,15 +215,16 @@ def error_bounds(
         analysis: the mechanism's (``Mechanism.error_analysis``); None gives no bound.
         names, cells, sigmas: per level below the root, coarse to fine: its name, the public
             domain's number of cells, the accounting's sigma (0 for a determined level).
-        beta: every level's bound holds for all its cells with probability >= 1 - beta.
+        beta: the bounds hold for every cell of every level at once with probability
+            >= 1 - beta.
         root_noised: the root is released with noise (unbounded DP): ``sigmas`` then start
             with the root's (and ``names`` with ``"root"``, ``cells`` with 1).
         leaves_per_cell: for ``leaf_sums``, the most leaves under one cell of each level.
 
     Example:
         >>> b = error_bounds("linf", ["region", "city"], [4, 100], [10.0, 10.0])
-        >>> b.noise, b.bound  # T at 0.05/(1 x 4); then 2 T1 + 2 T2 at 0.05/(2 x 4), /(2 x 100)
-        ((25, 37), (50.0, 128.0))
+        >>> b.noise, b.bound  # T_1 at 0.05 / (2 x 4), T_2 at 0.05 / (2 x 100); 2 T_1, 2 (T_1 + T_2)
+        ((27, 37), (54.0, 128.0))
     """
     if not (0 < beta < 1):
         raise SpecError(f"beta must be in (0, 1), got {beta!r}", param="beta")
@@ -257,23 +258,17 @@ def error_bounds(
     if analysis not in ("linf", "l2_rounded"):
         raise SpecError(f"unknown error analysis {analysis!r}")
     step = 1.0 if analysis == "l2_rounded" else 0.0
+    k = sum(s > 0 for s in sigmas)  # the noised levels: beta is split evenly among them
+    own = [
+        noise_quantile(float(s), beta / (k * max(int(c), 1))) if s > 0 else 0
+        for s, c in zip(sigmas, cells, strict=True)
+    ]
     bounds: list[float | None] = []
-    own: list[int] = []
-    noised = [s > 0 for s in sigmas]
-    for level in range(n):
-        k = sum(noised[: level + 1])  # the noised levels whose events this level's bound uses
-        total = 0.0
-        t_own = 0
-        for j in range(level + 1):
-            if not noised[j]:
-                continue
-            t = noise_quantile(float(sigmas[j]), beta / (k * max(int(cells[j]), 1)))
-            root = root_noised and j == 0
-            total += t if root else 2 * t + step
-            if j == level:
-                t_own = t
+    total = 0.0
+    for j, t in enumerate(own):
+        if t or sigmas[j] > 0:
+            total += t if (root_noised and j == 0) else 2 * t + step
         bounds.append(total)
-        own.append(t_own)
     return ErrorBounds(noise=tuple(own), bound=tuple(bounds), **common)  # type: ignore[arg-type]
 
 
