@@ -135,11 +135,16 @@ def publish(
     try:
         in_copy = f"{ident(_ALIAS)}.main."
         run(con, _compile.copy_table(in_copy + ident(ref.name), ref.sql))
+        measured = _measurements(con, details.get("measurements"))
+        if measured is not None:  # the noisy measurements travel with the release
+            run(con, _compile.copy_table(in_copy + ident(measured.name), measured.sql))
         for name, source_sql in public:
             run(con, _compile.copy_table(in_copy + ident(name), source_sql))
         run(con, _compile.use(_ALIAS))
         try:
             copied = [TableRef(_ALIAS, "main", ref.name)]
+            if measured is not None:
+                copied.append(TableRef(_ALIAS, "main", measured.name))
             if view:
                 view_name = split_name(view)[-1]
                 run(con, view_sql(ident(view_name), ident(ref.name)))
@@ -168,6 +173,15 @@ def publish(
         raise
     run(con, _compile.detach(_ALIAS))
     return target
+
+
+def _measurements(con: duckdb.DuckDBPyConnection, name: object) -> TableRef | None:
+    """The table of noisy measurements a release wrote (``measurements=True``), or None. The
+    fingerprint checked before covers it: a changed or dropped one is refused there."""
+    if not isinstance(name, str):
+        return None
+    found = lookup(con, name)
+    return found[0] if found is not None and found[1] == "table" else None
 
 
 def _released_table(con: duckdb.DuckDBPyConnection, output: object) -> TableRef:

@@ -35,6 +35,7 @@ from ._version import __version__
 from .core.accounting import COMPOSES_IN_RHO, Accounting
 from .core.bounds import ErrorBounds, bound_text, bounds_note, for_release
 from .core.features import FeatureSpec
+from .core.measurements import Collector
 from .core.spec import TreeSpec
 from .core.tree import LevelStats
 from .engines.base import Engine, R, Scan
@@ -293,6 +294,7 @@ def release(
     return_as: str | None = None,
     check_ancestors: str = "full",
     timeout: float | None = DEFAULT_TIMEOUT,
+    measurements: bool = False,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -387,6 +389,9 @@ def release(
             the same database) change it at the same moment (default 30): the write is one
             transaction, retried with the same released cells and the budget checked again;
             None or 0 fails at once. Past it, :class:`~inftda_sql.ConcurrentWriteError`.
+        measurements: also write ``<output>_measurements``, every noisy value the TopDown
+            mechanism drew before post-processing (:mod:`inftda_sql.core.measurements`), in the
+            same transaction and ledger row; no extra budget. TopDown mechanisms only.
 
     Returns:
         A :class:`Release` describing the output, the budget spent, and per-level statistics.
@@ -436,6 +441,7 @@ def release(
         max_cells=max_cells,
         return_as=return_as,
         check_ancestors=check_ancestors,
+        measurements=measurements,
     )
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
     with Scope(), write_timeout(timeout):  # Ctrl-C after the commit waits for the cleanup
@@ -474,6 +480,7 @@ def run_release(
         accounting = request.account(chains)  # public domain only: no data read yet
     with stages("scan"):
         scan = engine.scan()
+    measured = Collector() if request.measurements else None
     with stages("topdown"):
         result = engine.run_mechanism(
             mechanism,
@@ -486,6 +493,7 @@ def run_release(
                 source=request.source,
                 progress=progress,
                 max_cells=request.max_cells,
+                measure=measured,
             ),
         )
     levels, total = engine.released(result)
@@ -505,6 +513,7 @@ def run_release(
             "levels": [lv.as_dict() for lv in levels],
             **_level_notes(accounting),
             "error_bounds": bounds.as_dict(),
+            **({"measurements": request.measurements} if request.measurements else {}),
         }
         record = _record(
             request,

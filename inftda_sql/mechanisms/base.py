@@ -33,7 +33,7 @@ from ..core.bounds import Analysis
 from ..core.features import FeatureSpec, Lattice
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
-from ..core.topdown import Optimizer, topdown
+from ..core.topdown import Measure, Optimizer, topdown
 from ..core.tree import ChainTree, LevelStats, TopDownResult, determined_levels
 
 __all__ = [
@@ -109,6 +109,9 @@ class MechanismContext:
     progress: Callable[[LevelStats], None] | None = None
     max_cells: int = DEFAULT_MAX_CELLS
     threads: int = 2
+    measure: Measure | None = None
+    """Sees every noisy value a TopDown pass draws, before post-processing (``measurements=``);
+    only mechanisms with a ``topdown_step`` take it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.true_level, _NonZeroCounts):
@@ -155,6 +158,7 @@ class MechanismContext:
             optimizer=optimizer,
             progress=self.progress,
             threads=self.threads,
+            measure=self.measure,
         )
 
 
