@@ -12,3 +12,18 @@ GROUP BY GROUPING SETS ($sets)
 -- with probability >= 1 - beta, and the typical largest error of the level (NULL: none)
 CASE grouping($cols) $bound END::DOUBLE AS error_bound,
        CASE grouping($cols) $typical END::DOUBLE AS typical_error
+
+-- name: per_level
+-- plot_bounds(): per level of a levels view, its name, bound and typical error
+SELECT level, any_value(level_name), any_value(error_bound), any_value(typical_error)
+FROM $view
+GROUP BY level
+ORDER BY level
+
+-- name: top_cells
+-- plot_bounds(): the largest released counts of one level, with their bound
+SELECT $label, "count", error_bound
+FROM $view
+WHERE level = $$level
+ORDER BY "count" DESC
+LIMIT $limit

@@ -136,3 +136,17 @@ def test_every_mechanism_says_what_its_analysis_gives(mechanism: str, analysis: 
         values = [b for _, b in bounds]
         assert all(b is not None and b >= 0 for b in values)
         assert values[-1] > 0
+
+
+def test_plot_bounds_reads_only_the_levels_view(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    con = duckdb.connect()
+    make_geo(con)
+    make_persons(con)
+    inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=0.5)
+    out = inftda_sql.plot_bounds(con, "persons_private_levels", tmp_path / "b.png", cells=5)
+    assert out.stat().st_size > 10_000 and out.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(inftda_sql.SpecError, match="level 9 is not in"):
+        inftda_sql.plot_bounds(con, "persons_private_levels", tmp_path / "c.png", level=9)
+    with pytest.raises(inftda_sql.SpecError, match="has no error_bound column"):
+        inftda_sql.plot_bounds(con, "persons", tmp_path / "d.png")
