@@ -221,9 +221,7 @@ def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
 def _budget_args(budget: object, conversion: str) -> dict[str, Any]:
     """``release()``'s budget arguments for ``inf-tda``'s ``budget=(epsilon, delta)``."""
     if isinstance(budget, Budget):
-        if budget.given == "rho":
-            return {"rho": budget.rho, "delta": budget.delta, "conversion": budget.conversion}
-        return {"epsilon": budget.epsilon, "delta": budget.delta, "conversion": budget.conversion}
+        return budget.release_args()
     if (
         isinstance(budget, (tuple, list))
         and len(budget) == 2

@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from .._errors import Arg, InternalError, SpecError
-from ..core.accounting import Accounting, Budget, account, account_features
+from ..core.accounting import Accounting, Budget, Guarantee, account, account_features
 from ..core.arrays import I64
 from ..core.bounds import Analysis
 from ..core.features import FeatureSpec, Lattice
@@ -51,11 +51,6 @@ __all__ = [
 
 #: mechanisms that materialise every cell of the full domain refuse above this many cells
 DEFAULT_MAX_CELLS = 50_000_000
-
-Guarantee = Literal["zCDP", "approxDP", "pureDP"]
-"""``zCDP``: rho composes by adding; ``approxDP``: an (epsilon, delta)-DP guarantee only;
-``pureDP``: epsilon-DP, which is also ``epsilon^2 / 2``-zCDP and composes as such."""
-
 
 TrueLevel = Callable[[int, tuple[int, ...]], tuple[I64, I64]]
 """``(level, strides) -> (sorted keys, counts)``: the true non-zero counts of a level."""
@@ -180,8 +175,9 @@ class Mechanism:
         name: the ``mechanism=`` value that selects it.
         summary: one line: what it releases (shown in help texts).
         run: the mechanism itself, ``MechanismContext -> TopDownResult``.
-        guarantee: ``"zCDP"`` or ``"approxDP"`` (recorded in the ledger; only zCDP composes
-            in rho against a stored budget).
+        guarantee: :attr:`Guarantee.ZCDP` or :attr:`Guarantee.APPROX_DP` (recorded in the
+            ledger; only zCDP composes in rho against a stored budget; the strings ``"zCDP"``,
+            ``"approxDP"`` are accepted).
         noises: ``"tree"`` (every level below the root; the root count is released by the
             mechanism itself) or ``"leaves"`` (the leaf level only; coarser levels are sums of
             released leaves, so no budget is spent on a root).
@@ -203,7 +199,7 @@ class Mechanism:
     name: str
     summary: str
     run: Callable[[MechanismContext], TopDownResult]
-    guarantee: Guarantee = "zCDP"
+    guarantee: Guarantee = Guarantee.ZCDP
     noises: Literal["tree", "leaves"] = "tree"
     full_domain: Literal["leaves", "tree"] | None = None
     requires: Callable[[Budget], None] | None = None
@@ -213,10 +209,12 @@ class Mechanism:
 
     #: a tree mechanism takes zCDP (or (epsilon, delta)) budgets, never a pure epsilon
     pure_budget = False
+    #: the release kind (:mod:`inftda_sql.kinds`) that runs it: a hierarchy
+    kind: ClassVar[str] = "hierarchy"
 
     def guarantee_for(self, budget: Budget) -> Guarantee:
         """The guarantee of a release with ``budget`` (the mechanism's own, for a tree)."""
-        return self.guarantee
+        return Guarantee(self.guarantee)
 
     @property
     def releases_root(self) -> bool:
@@ -351,10 +349,16 @@ class FeatureMechanism:
 
     #: a pure epsilon (``epsilon=`` without ``delta=``) selects Laplace noise
     pure_budget = True
+    #: the release kind (:mod:`inftda_sql.kinds`) that runs it: a lattice of features
+    kind: ClassVar[str] = "features"
+    #: its parameters come from the run (:attr:`FeatureResult.parameters`), none from the
+    #: accounting
+    parameters: ClassVar[None] = None
 
     def guarantee_for(self, budget: Budget) -> Guarantee:
-        """``pureDP`` with a pure epsilon budget (Laplace noise), ``zCDP`` otherwise."""
-        return "pureDP" if budget.pure else "zCDP"
+        """The budget's own: ``pureDP`` with a pure epsilon budget (Laplace noise), ``zCDP``
+        otherwise (:attr:`Budget.guarantee`)."""
+        return budget.guarantee
 
     def check(self, budget: Budget) -> None:
         """Refuse, before any work, a budget or installation this mechanism cannot run with."""

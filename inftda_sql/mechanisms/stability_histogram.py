@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from .._errors import Arg, BudgetError
-from ..core.accounting import Accounting, Budget, stability_histogram
+from ..core.accounting import (
+    Accounting,
+    ApproxDPBudget,
+    Budget,
+    Guarantee,
+    stability_histogram,
+)
 from ..core.noise import draw_discrete_laplace
 from ..core.tree import TopDownResult
 from ._shared import CHUNK_CELLS, decode, leaf_only_stats, level_strides
@@ -26,8 +32,9 @@ __all__ = ["MECHANISM", "require_epsilon_delta", "run_stability_histogram"]
 
 
 def require_epsilon_delta(budget: Budget) -> None:
-    """The Stability Histogram is calibrated to an ``(epsilon, delta)`` the user gave."""
-    if budget.given != "epsilon_delta":
+    """The Stability Histogram is calibrated to an ``(epsilon, delta)`` the user gave: an
+    :class:`ApproxDPBudget`."""
+    if not isinstance(budget, ApproxDPBudget):
         raise BudgetError(
             "mechanism 'stability_histogram' is (epsilon, delta)-DP, not zCDP: its threshold "
             "is set for a delta; pass ",
@@ -99,7 +106,7 @@ MECHANISM = Mechanism(
         "discrete Laplace on the positive leaf counts, small counts dropped; (epsilon, delta)-DP"
     ),
     run=run_stability_histogram,
-    guarantee="approxDP",
+    guarantee=Guarantee.APPROX_DP,
     noises="leaves",
     requires=require_epsilon_delta,
     parameters=parameters,

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import doctest
 import hashlib
 import io
 import re
@@ -201,3 +202,25 @@ def test_every_other_command_runs_after_the_demo(
     typed, error = shown.strip().splitlines()
     assert main(shlex.split(typed.removeprefix("$ "))[1:]) == 1
     assert capsys.readouterr().err.strip() == error
+
+
+def test_count_of_counts_commands_run_on_the_example_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The section's command lines, on the tables its Python example creates (in my.duckdb);
+    the Python example itself runs as a doctest of the README."""
+    monkeypatch.chdir(tmp_path)
+    text = section("Count-of-counts histograms")
+    (code,) = blocks(text, "python")
+    (shell,) = [b for b in blocks(text, "text") if "inftda-sql" in b]
+    namespace: dict[str, object] = {}
+    with duckdb.connect("my.duckdb") as con:
+        namespace["con"] = con
+        for example in doctest.DocTestParser().get_examples(code):
+            if "CREATE TABLE" in example.source:
+                exec(example.source, namespace)
+    commands = inftda_commands(re.sub(r"^\$ ", "", shell, flags=re.M))
+    assert [c[0] for c in commands] == ["count-of-counts", "evaluate"]
+    for argv in commands:
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+    assert "mean_emd" in capsys.readouterr().out

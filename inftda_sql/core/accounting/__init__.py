@@ -4,7 +4,11 @@ This is the only module that turns a privacy budget into noise scales. Its piece
 
 * :class:`Budget`: a validated zCDP budget ``rho`` together with the ``(epsilon, delta)``-DP
   guarantee it implies, built with :meth:`Budget.from_args` from either ``rho`` or
-  ``epsilon`` and ``delta``.
+  ``epsilon`` and ``delta`` (or a pure ``epsilon``). Each way of giving it is a subclass,
+  :class:`RhoZCDPBudget`, :class:`ApproxDPBudget`, :class:`PureDPBudget`, whose methods hold
+  what differs between them.
+* :class:`Guarantee`: the guarantee of a release, as written to the ledger (``zCDP``,
+  ``approxDP``, ``pureDP``), and whether it composes in rho.
 * Conversions between ``rho``-zCDP and ``(epsilon, delta)``-DP: :func:`rho_to_epsilon`,
   :func:`epsilon_to_rho`, :func:`rho_to_delta`. Two conversions exist:
 
@@ -44,7 +48,8 @@ oracle. Such budgets and accountings say ``NON-PRIVATE`` wherever they are print
 string ``"inf"``, so both dictionaries pass ``json.dumps(..., allow_nan=False)``.
 
 The modules, one job each: :mod:`._common` (constants, argument checks), :mod:`.conversions`
-(rho <-> (epsilon, delta), composition), :mod:`.budget` (:class:`Budget`), :mod:`.hierarchy`
+(rho <-> (epsilon, delta), composition), :mod:`.guarantee` (:class:`Guarantee`),
+:mod:`.budget` (:class:`Budget` and its kinds), :mod:`.hierarchy`
 (sensitivities, the per-level split, :class:`Accounting`), :mod:`.features` (CBDP),
 :mod:`.stability` (Stability Histogram), :mod:`.coc` (count-of-counts), :mod:`.verdict` (stored
 budgets). Import the names from this package: it re-exports every one of them.
@@ -53,7 +58,6 @@ budgets). Import the names from this package: it re-exports every one of them.
 from __future__ import annotations
 
 from ._common import (
-    COMPOSES_IN_RHO,
     CONVERSIONS,
     DEFAULT_REPORT_DELTA,
     DETERMINED_NOTE,
@@ -61,7 +65,7 @@ from ._common import (
     NOISES,
     PRIVACY_MODELS,
 )
-from .budget import Budget
+from .budget import ApproxDPBudget, Budget, PureDPBudget, RhoZCDPBudget
 from .coc import (
     COC_METHODS,
     CountOfCountsAccounting,
@@ -72,6 +76,7 @@ from .coc import (
 )
 from .conversions import epsilon_to_rho, pure_rho, rho_to_delta, rho_to_epsilon, zcdp_compose
 from .features import account_features, feature_sensitivities
+from .guarantee import Guarantee
 from .hierarchy import (
     Accounting,
     account,
@@ -87,7 +92,6 @@ from .verdict import budget_verdict
 
 __all__ = [
     "COC_METHODS",
-    "COMPOSES_IN_RHO",
     "CONVERSIONS",
     "DEFAULT_REPORT_DELTA",
     "DETERMINED_NOTE",
@@ -95,8 +99,12 @@ __all__ = [
     "NOISES",
     "PRIVACY_MODELS",
     "Accounting",
+    "ApproxDPBudget",
     "Budget",
     "CountOfCountsAccounting",
+    "Guarantee",
+    "PureDPBudget",
+    "RhoZCDPBudget",
     "StabilityHistogram",
     "account",
     "account_features",

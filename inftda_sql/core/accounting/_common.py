@@ -33,10 +33,6 @@ DETERMINED_NOTE = (
 #: (zCDP); which one follows from the budget (:func:`account_features`).
 NOISES: tuple[str, ...] = ("gaussian", "laplace")
 
-#: Guarantees that compose by adding rho (a pure epsilon-DP release counts as
-#: ``epsilon^2 / 2``); an ``approxDP`` release does not.
-COMPOSES_IN_RHO: tuple[str, ...] = ("zCDP", "pureDP")
-
 Conversion = Literal["tight", "simple"]
 PrivacyModel = Literal["bounded", "unbounded"]
 

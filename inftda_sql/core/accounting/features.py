@@ -105,10 +105,12 @@ def account_features(
     in bounded DP with one record per unit) is released exactly and costs nothing; the budget
     is split over the others, uniformly (the paper's ``epsilon / k``) or by ``split``.
 
-    * A **pure** budget (``epsilon`` alone) draws discrete Laplace noise: query ``i`` gets
-      ``epsilon_i`` and the scale ``L1_i / epsilon_i`` (rounded up so that the ratio never
-      exceeds ``epsilon_i``), which is ``epsilon_i``-DP; the epsilons add up to ``epsilon``.
-      Its zCDP cost ``epsilon_i^2 / 2`` is what the ledger composes.
+    The budget's kind says which noise (:attr:`Budget.noise`):
+
+    * A **pure** budget (``epsilon`` alone, :class:`PureDPBudget`) draws discrete Laplace
+      noise: query ``i`` gets ``epsilon_i`` and the scale ``L1_i / epsilon_i`` (rounded up
+      so that the ratio never exceeds ``epsilon_i``), which is ``epsilon_i``-DP; the epsilons
+      add up to ``epsilon``. Its zCDP cost ``epsilon_i^2 / 2`` is what the ledger composes.
     * A **zCDP** budget (``rho``, or ``epsilon`` with ``delta``) draws discrete Gaussian noise:
       query ``i`` gets ``rho_i`` and ``sigma_i = L2_i / sqrt(2 rho_i)`` rounded up
       (:func:`sigma_for`), with ``L2_i`` rounded up from its exact square.
@@ -172,7 +174,7 @@ def account_features(
     model = check_privacy(privacy)
     level_names = tuple(names[i] for i in noised)
     m = int(contribution)
-    if budget.pure:
+    if budget.noise == "laplace":
         epsilons = split_rho(budget.epsilon, len(noised), weights)
         l1 = tuple(sens[i][0] for i in noised)
         if budget.non_private:

@@ -333,9 +333,9 @@ class Accounting:
                 )
         if self.noise not in NOISES:
             raise SpecError(f"noise must be one of {', '.join(NOISES)}, got {self.noise!r}")
-        if (self.noise == "laplace") != self.budget.pure:
+        if self.noise != self.budget.noise:
             raise BudgetError(
-                f"{self.noise} noise does not go with a {'pure' if self.budget.pure else 'zCDP'} "
+                f"{self.noise} noise does not go with a {self.budget.label} "
                 "budget: Laplace noise needs a pure epsilon budget, Gaussian noise a zCDP one"
             )
         if self.noise == "laplace" and len(self.level_epsilon) != n:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..._errors import Arg, BudgetExceededError, Func
-from ._common import COMPOSES_IN_RHO
 from .budget import Budget
 from .conversions import rho_to_epsilon
+from .guarantee import Guarantee
 
 
 def budget_verdict(
@@ -33,7 +33,7 @@ def budget_verdict(
         "budget override: spent rho 0.75 exceeds the budget rho 0.5 of 't'"
     """
     remaining = budget.rho - spent_rho
-    if guarantee not in COMPOSES_IN_RHO:
+    if not Guarantee(guarantee).composes_in_rho:
         if override:
             return "budget override: (epsilon, delta)-DP release on a zCDP-budgeted input"
         raise BudgetExceededError(

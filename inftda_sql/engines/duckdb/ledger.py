@@ -31,7 +31,7 @@ import duckdb
 
 from ..._errors import Arg, BudgetError, Func, SpecError
 from ..._frames import is_frame_label
-from ...core.accounting import COMPOSES_IN_RHO, Budget, budget_verdict
+from ...core.accounting import Budget, Guarantee, RhoZCDPBudget, budget_verdict
 from ..records import DIAGNOSTICS_PREFIX, BudgetRecord, ReleaseRecord
 from .catalog import (
     LIBRARY_PREFIX,
@@ -244,6 +244,11 @@ class Charge:
     guarantee: str
     input_table: str
 
+    @property
+    def charged_rho(self) -> float | None:
+        """The rho charged to stored budgets, or None (an (epsilon, delta)-DP release)."""
+        return Guarantee(self.guarantee).charged_rho(self.rho)
+
 
 def charges(con: duckdb.DuckDBPyConnection) -> list[Charge]:
     """Every recorded release's charge; older rows are resolved through the catalog."""
@@ -269,20 +274,17 @@ def _spent(found: Sequence[Charge], key: str) -> tuple[float, int, int]:
     for charge in found:
         if key.lower() in (k.lower() for k in charge.keys):
             n += 1
-            if charge.guarantee in COMPOSES_IN_RHO and charge.rho is not None:
-                rho += charge.rho
+            charged = charge.charged_rho
+            if charged is not None:
+                rho += charged
             else:
                 approx += 1
     return rho, n, approx
 
 
 def _as_budget(record: BudgetRecord) -> Budget:
-    return Budget(
-        rho=record.rho,
-        epsilon=record.epsilon,
-        delta=record.delta,
-        conversion=record.conversion,
-        given="rho",
+    return RhoZCDPBudget(
+        rho=record.rho, epsilon=record.epsilon, delta=record.delta, conversion=record.conversion
     )
 
 
