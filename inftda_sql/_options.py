@@ -141,6 +141,9 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
     Option("timeout", 30.0, "seconds to wait for other writers of the file (another program "
            "that has it open, or releases writing at the same moment) before giving up (default "
            "30; 0: fail at once)", flag="--timeout", value_type="float", engines=("duckdb",)),
+    Option("measurements", False, "also write every noisy value the TopDown mechanism drew, "
+           "before post-processing, as <output>_measurements (same transaction and ledger row; "
+           "no extra budget)", flag="--measurements", cli="true", engines=("duckdb",)),
     Option("scratch", None, "a folder every executor can write, for the survivors of each "
            "level (default: under the warehouse)", toml=False, engines=("spark",)),
     Option("ledger", None, "the folder of the ledger and budgets (default: the conf "

@@ -64,6 +64,7 @@ def release(
     return_as: str | None = None,
     check_ancestors: str = "full",
     timeout: float | None = DEFAULT_TIMEOUT,
+    measurements: bool = False,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -164,6 +165,9 @@ def release(
             the same database) change it at the same moment (default 30): the write is one
             transaction, retried with the same released cells and the budget checked again;
             None or 0 fails at once. Past it, :class:`~inftda_sql.ConcurrentWriteError`.
+        measurements: also write ``<output>_measurements``, every noisy value the TopDown
+            mechanism drew before post-processing (:mod:`inftda_sql.core.measurements`), in the
+            same transaction and ledger row; no extra budget. TopDown mechanisms only.
 
     Returns:
         A :class:`Release` describing the output, the budget spent, and per-level statistics.
@@ -219,6 +223,7 @@ def release(
         return_as=return_as,
         check_ancestors=check_ancestors,
         microdata=microdata,
+        measurements=measurements,
     )
     timeout = check_timeout(timeout)
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
