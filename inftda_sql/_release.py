@@ -174,7 +174,7 @@ class Release:
     NOT_PRIVATE = "not private (for the data owner only)"
 
     def _level_rows(self) -> list[tuple[str, ...]]:
-        return [
+        rows: list[tuple[str, ...]] = [
             (
                 str(lv.level),
                 lv.name,
@@ -186,9 +186,12 @@ class Release:
             )
             for lv in self.levels
         ]
+        if isinstance(self.spec, FeatureSpec):  # features have no parents: no such column
+            return [row[:3] + row[4:] for row in rows]
+        return rows
 
     _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s*")
-    _FEATURE_HEADER = ("query", "name", "noise sd", "-", "noised", "kept", "s*")
+    _FEATURE_HEADER = ("query", "name", "noise sd", "noised", "kept", "s*")
 
     @property
     def _header(self) -> tuple[str, ...]:
