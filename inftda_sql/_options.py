@@ -127,8 +127,8 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
            cli="false"),
     Option("max_cells", DEFAULT_MAX_CELLS, "limit of full-domain mechanisms",
            flag="--max-cells", value_type="int"),
-    Option("progress", None, "called with each level's statistics as it completes",
-           toml=False),
+    Option("progress", None, "called with each level's statistics as it completes; True: a "
+           "progress bar (tqdm; by itself in Jupyter when tqdm is installed)", toml=False),
     Option("return_as", None, "also return the released table in memory: arrow, pandas or "
            "polars", toml=False, engines=("duckdb",)),
     Option("check_ancestors", "full", "check the input's ancestor columns against the domain "

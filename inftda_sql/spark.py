@@ -37,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
         "inftda_sql.spark needs pyspark (with pandas and pyarrow): pip install 'inftda-sql[spark]'"
     ) from exc
 
+from ._progress import reporter
 from ._release import Release, run_release
 from ._request import ReleaseRequest
 from .core.tree import LevelStats
@@ -74,7 +75,7 @@ def release(
     budget_override: bool = False,
     levels_view: bool = True,
     max_cells: int = DEFAULT_MAX_CELLS,
-    progress: Callable[[LevelStats], None] | None = None,
+    progress: Callable[[LevelStats], None] | bool | None = None,
     scratch: str | None = None,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts on Spark.
@@ -117,8 +118,12 @@ def release(
         levels_view=levels_view,
         max_cells=max_cells,
     )
-    with SparkEngine(spark, request, scratch=scratch) as engine:
-        return run_release(engine, request, progress, t_start)
+    levels = getattr(request.spec, "n_levels", None)
+    with (
+        reporter(progress, None if levels is None else levels + 1) as report,
+        SparkEngine(spark, request, scratch=scratch) as engine,
+    ):
+        return run_release(engine, request, report, t_start)
 
 
 def ledger(spark: SparkSession, database: str | None = None) -> list[ReleaseRecord]:
