@@ -134,3 +134,18 @@ def test_page_examples_run(
         code = compile(block.body, f"docs/{name}:{block.line}", "exec")
         with contextlib.redirect_stdout(io.StringIO()):
             exec(code, namespace)
+
+
+def test_the_doctests_of_every_page_are_collected() -> None:
+    """The ``>>>`` examples run because pytest collects docs/ with a ``*.md`` doctest glob."""
+    import fnmatch
+    import tomllib
+
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]
+    options = ini["ini_options"]
+    assert "docs" in options["testpaths"] and "README.md" in options["testpaths"]
+    globs = [a.split("=", 1)[1] for a in options["addopts"] if a.startswith("--doctest-glob=")]
+    with_doctests = [p for p in DOCS.rglob("*.md") if ">>> " in p.read_text(encoding="utf-8")]
+    assert len(with_doctests) >= 8
+    for page in [*with_doctests, ROOT / "README.md"]:
+        assert any(fnmatch.fnmatch(page.name, g) for g in globs), page
