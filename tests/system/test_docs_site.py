@@ -149,7 +149,7 @@ def _chromium(*args: str, tmp_path: Path) -> str:
         ("", None),
         ("reference/", None),
         ("mechanisms/inftda/", "/benchmarks/uk.png"),
-        ("how-to/od-trees/", None),
+        ("how-to/od-trees/", "/benchmarks/uk_zoom.png"),
     ],
 )
 def test_pages_render_in_a_browser(
