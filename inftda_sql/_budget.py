@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ import duckdb
 
 from ._errors import Func, SpecError
 from ._tables import Column, text_table
-from .core.accounting import Budget
+from .core.accounting import Budget, Guarantee
 from .engines.duckdb.catalog import (
     file_spelling,
     home_database,
@@ -51,7 +52,15 @@ from .engines.duckdb.ledger import (
 )
 from .engines.duckdb.write import atomic
 
-__all__ = ["Ledger", "budget_key", "budget_keys", "budget_of", "ledger", "set_budget"]
+__all__ = [
+    "Ledger",
+    "budget_key",
+    "budget_keys",
+    "budget_of",
+    "ledger",
+    "set_budget",
+    "summarize",
+]
 
 
 def set_budget(
@@ -250,7 +259,17 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
         no releases recorded
     """
     releases = [(r if include_diagnostics else r.public()).values() for r in read_releases(con)]
-    budgets = stored_budgets(con)
+    found = [(c.keys or (c.input_table,), c.rho, c.guarantee) for c in charges(con)]
+    return Ledger(releases=releases, inputs=summarize(found, stored_budgets(con)))
+
+
+def summarize(
+    found: Sequence[tuple[Sequence[str], float | None, str]],
+    budgets: Mapping[str, tuple[str, BudgetRecord]],
+) -> list[dict[str, Any]]:
+    """Per base table (``Ledger.inputs``): releases, rho spent and the budget remaining, from
+    each release's charge (its base-table keys, rho, guarantee) and the stored budgets (by
+    lower-case key: the key as spelled and the row). Shared by the engines' ledgers."""
     per_table: dict[str, dict[str, Any]] = {}
 
     def entry(key: str) -> dict[str, Any]:
@@ -259,11 +278,11 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
             {"input_table": key, "releases": 0, "spent_rho": 0.0, "approx_dp_releases": 0},
         )
 
-    for charge in charges(con):
-        for key in charge.keys or (charge.input_table,):
+    for keys, rho, guarantee in found:
+        for key in keys:
             e = entry(key)
             e["releases"] += 1
-            charged = charge.charged_rho
+            charged = Guarantee(guarantee).charged_rho(rho)
             if charged is not None:
                 e["spent_rho"] += charged
             else:
@@ -273,8 +292,8 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
     inputs = []
     for folded in sorted(per_table):
         e = per_table[folded]
-        found = budgets.get(folded)
-        record = None if found is None else found[1]
+        stored = budgets.get(folded)
+        record = None if stored is None else stored[1]
         e.update(
             budget_rho=None if record is None else record.rho,
             budget_epsilon=None if record is None else record.epsilon,
@@ -282,4 +301,4 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
             remaining_rho=None if record is None else record.rho - e["spent_rho"],
         )
         inputs.append(e)
-    return Ledger(releases=releases, inputs=inputs)
+    return inputs

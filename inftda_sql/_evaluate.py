@@ -18,7 +18,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ._errors import InputDataError, SpecError
+from ._errors import Arg, InputDataError, SpecError
+from ._recorded import recorded_release, truth_reading
 from ._tables import html_table, text_table
 from .core.spec import TreeSpec, parse_hierarchy
 from .engines.duckdb import compile as _compile
@@ -91,7 +92,7 @@ def evaluate(
     released: str | duckdb.DuckDBPyRelation | pa.Table | Any,
     /,
     *,
-    hierarchy: Sequence[str] | Sequence[Sequence[str]],
+    hierarchy: Sequence[str] | Sequence[Sequence[str]] | None = None,
     tree: str | None = None,
     count: str | None = None,
     released_count: str = "count",
@@ -114,9 +115,14 @@ def evaluate(
             Arrow); microdata (one row per record) or pre-aggregated with ``count=``.
         released: the released table (as written by ``release()``): a name, a relation or a
             data frame (``Release.data`` of a release returned in memory).
-        hierarchy: the hierarchy of the release (``release(hierarchy=...)``).
+        hierarchy: the hierarchy of the release (``release(hierarchy=...)``); None: the
+            hierarchy (and tree) of the release the ledger records as written to ``released``.
         tree: the tree of the release (``release(tree=...)``).
         count: the count column of a pre-aggregated ``truth`` (None: one row per record).
+            When ``truth`` is the input of the release recorded for ``released`` (the same
+            base tables or files), the truth is read as that release read it: None takes the
+            count column from its ledger row, another column is refused, and so is a truth
+            whose total differs from the total the release read (the input changed since).
         released_count: the count column of ``released``.
 
     Returns:
@@ -145,6 +151,15 @@ def evaluate(
         >>> ev.project("level, level_name, cells_true, max_abs_error").fetchall()
         [(0, 'root', 1, 0), (1, 'region', 2, 0), (2, 'city', 2, 0)]
     """
+    recorded = recorded_release(con, released)
+    if hierarchy is None:
+        if recorded is None or recorded.hierarchy is None:
+            what = "a feature release" if recorded is not None else "not a release in the ledger"
+            raise SpecError(
+                f"{released!r} is {what}: pass ", Arg("hierarchy", ...), param="hierarchy"
+            )
+        hierarchy, tree = recorded.hierarchy, tree or recorded.tree
+    count, same = truth_reading(con, truth, released, count)
     spec = parse_hierarchy(hierarchy, tree)
     with compared_cells(con, truth, released, spec, count, released_count) as (cte, value_type):
         sql = render(
@@ -154,6 +169,9 @@ def evaluate(
             n_levels=str(spec.n_levels + 1),
         )
         table = arrow(con, sql)
+    if same is not None:  # the release's own input: its total must be what the release read
+        levels = table.column("level").to_pylist()
+        same.check_total(table.column("total_true")[levels.index(0)].as_py() or 0, count)
     names = pa.array([spec.level_name(lv) for lv in range(spec.n_levels + 1)], pa.string())
     table = table.add_column(1, "level_name", names)
     table = table.select(list(EVALUATION_COLUMNS))
@@ -231,8 +249,8 @@ def evaluate_count_of_counts(
     released: str | duckdb.DuckDBPyRelation,
     /,
     *,
-    group: str,
-    hierarchy: Sequence[str],
+    group: str | None = None,
+    hierarchy: Sequence[str] | None = None,
     groups: str | duckdb.DuckDBPyRelation | None = None,
     groups_column: str = "groups",
     released_size: str = "size",
@@ -251,8 +269,10 @@ def evaluate_count_of_counts(
         con: the connection holding both tables.
         truth: the persons table (one row per person) of the release.
         released: the released table (``release_count_of_counts``'s output).
-        group: the group column of ``truth``.
-        hierarchy: the region columns of the release, coarse to fine.
+        group: the group column of ``truth``; None: the group column of the release the
+            ledger records as written to ``released``.
+        hierarchy: the region columns of the release, coarse to fine; None: from the ledger,
+            as ``group``.
         groups: the groups table, when groups may be empty (``min_size=0``): its groups that
             the truth does not hold count as groups of size 0.
         groups_column: the column of ``groups`` holding the number of groups.
@@ -273,6 +293,23 @@ def evaluate_count_of_counts(
         ...     hierarchy=["state", "county"]).project("level, mean_emd").fetchall()
         [(0, 1.0), (1, 1.0), (2, 0.5)]
     """
+    if group is None or hierarchy is None:
+        recorded = recorded_release(con, released)
+        if recorded is None or recorded.kind != "count_of_counts":
+            what = "not a count-of-counts release in the ledger"
+            missing = "group" if group is None else "hierarchy"
+            raise SpecError(
+                f"{released!r} is {what}, so its settings cannot come from there: pass ",
+                Arg("group"),
+                " and ",
+                Arg("hierarchy"),
+                param=missing,
+            )
+        group = recorded.group if group is None else group
+        if hierarchy is None and recorded.chains:
+            hierarchy = recorded.chains[0]
+    if not isinstance(group, str):
+        raise SpecError(f"group must be a column name, got {group!r}", param="group")
     spec = parse_hierarchy(hierarchy)
     if len(spec.chains) != 1:
         raise SpecError("a count-of-counts release has one chain of region columns")

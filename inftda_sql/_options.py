@@ -113,6 +113,8 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
     Option("split", None, "per-level weights of rho, e.g. 1,1,2", group=_BUDGET,
            flag="--split", value_type="split"),
     Option("count", None, "count column of a pre-aggregated input", flag="--count"),
+    Option("microdata", False, "every row is one record, although a numeric column is named "
+           "like a count", flag="--microdata", cli="true"),
     Option("output", None, "output table (default <table>_private)", flag="--output"),
     Option("overwrite", False, "replace the output table", flag="--overwrite", cli="true"),
     Option("mechanism", "inftda", "the mechanism (default inftda)", flag="--mechanism",
@@ -141,6 +143,9 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
            "30; 0: fail at once)", flag="--timeout", value_type="float", engines=("duckdb",)),
     Option("scratch", None, "a folder every executor can write, for the survivors of each "
            "level (default: under the warehouse)", toml=False, engines=("spark",)),
+    Option("ledger", None, "the folder of the ledger and budgets (default: the conf "
+           "spark.inftda.ledger, else inftda_ledger beside the warehouse)", toml=False,
+           engines=("spark",)),
 )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 from ._errors import SpecError
 from ._evaluate import EVALUATION_COLUMNS, Evaluation, compared_cells
 from ._interrupts import critical
+from ._recorded import truth_reading
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.sql import arrow
@@ -251,6 +252,7 @@ def plot_zoom(
     if max_points_per_level < 100:
         raise SpecError(f"max_points_per_level must be at least 100, got {max_points_per_level}")
     spec = parse_hierarchy(hierarchy, tree)
+    count, _ = truth_reading(con, truth, released, count)  # a release's input: as it read it
     with compared_cells(con, truth, released, spec, count, released_count) as (cte, _):
         cells = arrow(con, _compile.zoom_cells(cte))
     level = cells.column("level").to_numpy(zero_copy_only=False).astype(np.int64)

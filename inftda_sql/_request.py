@@ -29,7 +29,14 @@ from .mechanisms import REGISTRY, FeatureMechanism, Mechanism, feature_mechanism
 from .mechanisms import get as get_mechanism
 from .mechanisms.base import Guarantee
 
-__all__ = ["CHECK_ANCESTORS", "ReleaseRequest", "check_int", "normalise_domains"]
+__all__ = [
+    "CHECK_ANCESTORS",
+    "ReleaseRequest",
+    "check_choice",
+    "check_int",
+    "check_microdata",
+    "normalise_domains",
+]
 
 #: the values of ``check_ancestors``: check the input's ancestor columns against the domain
 #: on every release (default), once per input version as DuckDB's catalog sees it, or never
@@ -60,6 +67,29 @@ def check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
     return int(value)
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, or a SpecError naming ``name`` and them."""
+    if not isinstance(value, str) or value not in choices:
+        raise SpecError(f"{name} must be one of {', '.join(choices)}; got {value!r}", param=name)
+    return value
+
+
+def check_microdata(microdata: object, count: object = None) -> bool:
+    """``microdata`` must be a bool, and not True with a count column: one says every row is one
+    record, the other that each row stands for ``count`` records."""
+    if not isinstance(microdata, bool):
+        raise SpecError(f"microdata must be True or False, got {microdata!r}", param="microdata")
+    if microdata and count is not None:
+        raise SpecError(
+            Arg("count", count),
+            " says each row stands for that many records, ",
+            Arg("microdata", True),
+            " that every row is one record: pass one of them",
+            param="microdata",
+        )
+    return microdata
 
 
 def normalise_domains(domain: object, spec: TreeSpec | FeatureSpec) -> list[object]:
@@ -153,6 +183,12 @@ class ReleaseRequest:
     source: RandomSource
     return_as: str | None = None
     check_ancestors: str = "full"
+    microdata: bool = False
+
+    @property
+    def kind(self) -> str:
+        """The release kind (:mod:`inftda_sql.kinds`) that runs this request: the mechanism's."""
+        return self.mechanism.kind
 
     @property
     def tree(self) -> TreeSpec:
@@ -228,6 +264,7 @@ class ReleaseRequest:
         max_cells: object,
         return_as: object = None,
         check_ancestors: object = "full",
+        microdata: object = False,
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them.
 
@@ -279,6 +316,7 @@ class ReleaseRequest:
                 f"{check_ancestors!r}",
                 param="check_ancestors",
             )
+        check_microdata(microdata, count)
         if domain is None and not domain_from_data:
             raise DomainError(*NO_DOMAIN, param="domain")
         if domain is not None and domain_from_data:
@@ -359,6 +397,7 @@ class ReleaseRequest:
             source=source,
             return_as=None if return_as is None else str(return_as),
             check_ancestors=str(check_ancestors),
+            microdata=bool(microdata),
         )
 
     def account(self, chains: Sequence[ChainTree] | None = None) -> Accounting:

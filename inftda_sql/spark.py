@@ -14,6 +14,11 @@ needs a Java 17+ runtime) and pass a ``SparkSession`` where the DuckDB API takes
     )
     spark.table(r.output)        # a table of the catalog, joinable with the geography
 
+The ledger and the budgets live in a folder of small files that outlives the session
+(:mod:`inftda_sql.engines.spark.ledger`): ``ledger=``, else the Spark conf
+``spark.inftda.ledger``, else ``inftda_ledger`` beside the warehouse. :func:`set_budget`,
+:func:`budget_of` and :func:`ledger` read and write it as their DuckDB namesakes read a database.
+
 Every argument means what it means for :func:`inftda_sql.release` (the same
 :class:`~inftda_sql._request.ReleaseRequest` checks them, the same accounting prices them, the
 same ledger fields record them). The level counts are Spark SQL ``GROUP BY`` s; the noise and
@@ -26,6 +31,8 @@ as the DuckDB engine's, whatever the partitioning.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,16 +44,25 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
         "inftda_sql.spark needs pyspark (with pandas and pyarrow): pip install 'inftda-sql[spark]'"
     ) from exc
 
+from ._budget import Ledger, summarize
+from ._errors import SpecError
+from ._pipeline import run_release
 from ._progress import reporter
-from ._release import Release, run_release
 from ._request import ReleaseRequest
+from ._result import Release
+from .core.accounting import Budget, RhoZCDPBudget
 from .core.tree import LevelStats
-from .engines.records import ReleaseRecord
+from .engines.duckdb.ledger import is_library_name
+from .engines.records import BudgetRecord
+from .engines.spark.catalog import full_name
 from .engines.spark.engine import SparkEngine
-from .engines.spark.ledger import namespace_of, read_releases
+from .engines.spark.ledger import open_ledger, register_views
 from .mechanisms import DEFAULT_MAX_CELLS
 
-__all__ = ["ledger", "release"]
+__all__ = ["Ledger", "budget_of", "budgets", "ledger", "release", "set_budget"]
+
+#: a ledger folder, a path the driver mounts (:func:`.engines.spark.ledger.ledger_location`)
+LedgerPath = str | os.PathLike[str] | None
 
 
 def release(
@@ -67,6 +83,7 @@ def release(
     distinct: bool = False,
     split: Sequence[float] | None = None,
     count: str | None = None,
+    microdata: bool = False,
     output: str | None = None,
     overwrite: bool = False,
     mechanism: str = "inftda",
@@ -77,6 +94,7 @@ def release(
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Callable[[LevelStats], None] | bool | None = None,
     scratch: str | None = None,
+    ledger: LedgerPath = None,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts on Spark.
 
@@ -86,12 +104,15 @@ def release(
         domain: per chain a table name, a DataFrame or a mapping ``{column: [values...]}``.
         scratch: a folder every executor can write (the survivors of each level; removed at
             the end); the warehouse folder by default.
+        ledger: the ledger folder (a local or shared path every driver mounts); by default the
+            Spark conf ``spark.inftda.ledger``, else ``<spark.sql.warehouse.dir>/inftda_ledger``.
+            Opened and checked, and the workers checked, before any data is read.
         **rest: as :func:`inftda_sql.release`.
 
     Returns:
         A :class:`~inftda_sql.Release`; read the output with ``spark.table(r.output)`` (its
-        ``relation()`` is DuckDB's). The ledger row is in ``inftda_releases`` of the output's
-        database (:func:`ledger`).
+        ``relation()`` is DuckDB's). The ledger row is in the ledger folder (:func:`ledger`; the
+        session's temporary view ``inftda_releases`` shows it too).
     """
     t_start = time.perf_counter()
     request = ReleaseRequest.from_args(
@@ -117,16 +138,98 @@ def release(
         budget_override=budget_override,
         levels_view=levels_view,
         max_cells=max_cells,
+        microdata=microdata,
     )
     levels = getattr(request.spec, "n_levels", None)
     with (
         reporter(progress, None if levels is None else levels + 1) as report,
-        SparkEngine(spark, request, scratch=scratch) as engine,
+        SparkEngine(spark, request, scratch=scratch, ledger=ledger) as engine,
     ):
         return run_release(engine, request, report, t_start)
 
 
-def ledger(spark: SparkSession, database: str | None = None) -> list[ReleaseRecord]:
-    """The ledger rows of a database (the current one by default), in release order."""
-    where = f"{database}.x" if database else "x"
-    return read_releases(spark, namespace_of(spark, where))
+def _budget_key(spark: SparkSession, table: object) -> str:
+    if not isinstance(table, str) or not table:
+        raise SpecError(f"set_budget needs the input table's name, got {table!r}", param="table")
+    key = full_name(spark, table)
+    if key is None:
+        raise SpecError(
+            f"{table!r} is not a table or view of the catalog; a budget belongs to an input table",
+            param="table",
+        )
+    if is_library_name(key.rsplit(".", 1)[-1]):
+        raise SpecError(
+            f"{table!r} is a name inftda_sql keeps for its own bookkeeping; a budget belongs to "
+            "an input table",
+            param="table",
+        )
+    return key
+
+
+def set_budget(
+    spark: SparkSession,
+    table: str,
+    /,
+    *,
+    rho: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    conversion: str = "tight",
+    ledger: LedgerPath = None,
+) -> Budget:
+    """Store (or replace) the total privacy budget of input ``table``, as
+    :func:`inftda_sql.set_budget` does on DuckDB; it is kept under the table's full name
+    (``catalog.database.table``) in the ledger folder, so every session and application that
+    uses that folder sees it and is refused a release that would exceed it."""
+    key = _budget_key(spark, table)
+    budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+    found = open_ledger(spark, ledger)
+    found.set_budget(
+        BudgetRecord(
+            input_table=key,
+            rho=budget.rho,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            conversion=budget.conversion,
+            set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        )
+    )
+    register_views(spark, found)
+    return budget
+
+
+def budget_of(spark: SparkSession, table: str, *, ledger: LedgerPath = None) -> Budget | None:
+    """The stored budget of ``table`` (resolved in the catalog), or None."""
+    stored = open_ledger(spark, ledger).budgets().get(_budget_key(spark, table).lower())
+    if stored is None:
+        return None
+    return _budget(stored)
+
+
+def budgets(spark: SparkSession, *, ledger: LedgerPath = None) -> dict[str, Budget]:
+    """Every stored budget, by the full name of its table (the newest setting holds)."""
+    return {b.input_table: _budget(b) for b in open_ledger(spark, ledger).budgets().values()}
+
+
+def _budget(stored: BudgetRecord) -> Budget:
+    """A stored budget (always a zCDP rho) as a :class:`~inftda_sql.core.accounting.Budget`."""
+    return RhoZCDPBudget(
+        rho=stored.rho, epsilon=stored.epsilon, delta=stored.delta, conversion=stored.conversion
+    )
+
+
+def ledger(
+    spark: SparkSession, *, ledger: LedgerPath = None, include_diagnostics: bool = False
+) -> Ledger:
+    """The releases in the ledger folder and, per base table, the budget spent and remaining:
+    the :class:`~inftda_sql.Ledger` :func:`inftda_sql.ledger` gives on DuckDB (print it for a
+    table). Each release's ``details`` leave out its diagnostics (facts about the private
+    input) unless ``include_diagnostics=True``. Also (re)makes the session's temporary views
+    ``inftda_releases`` and ``inftda_budgets`` over the folder."""
+    found = open_ledger(spark, ledger)
+    register_views(spark, found)
+    records = found.read_releases()
+    releases = [(r if include_diagnostics else r.public()).values() for r in records]
+    charges = [(r.base_tables or [r.input_table], r.rho, r.guarantee) for r in records]
+    stored = {k: (b.input_table, b) for k, b in found.budgets().items()}
+    return Ledger(releases=releases, inputs=summarize(charges, stored))

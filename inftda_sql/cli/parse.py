@@ -238,7 +238,7 @@ def count_of_counts_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, key)
         if value is not None:
             options[key] = value
-    for key in ("overwrite", "budget_override"):
+    for key in ("overwrite", "budget_override", "microdata"):
         if getattr(args, key):
             options[key] = True
     if args.no_levels_view:
@@ -477,6 +477,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--no-levels-view", action="store_true", help="no <output>_levels view")
     _add_option(c, _OPTION["timeout"])
+    c.add_argument(
+        "--microdata",
+        action="store_true",
+        help="every row is one person, although a numeric column is named like a count",
+    )
 
     e = sub.add_parser(
         "evaluate", help="per-level error of a release against the true counts, plots to PNG"

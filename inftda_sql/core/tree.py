@@ -10,7 +10,7 @@ children of one parent are one contiguous key range.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -92,7 +92,7 @@ class LevelStats:
     noised_cells: int
     surviving_cells: int
     sigma: float
-    seconds: float
+    seconds: float = field(repr=False)  # NOT private: never in the repr
 
     def as_dict(self) -> dict[str, object]:
         """The public facts of the level (everything but ``seconds``).

@@ -9,13 +9,14 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 
 from ..core.arrays import I64
+from ..core.coc import CocLevel, Histograms
 from ..core.features import Lattice
 from ..core.tree import ChainTree, LevelStats
 from ..mechanisms import Mechanism, MechanismContext
 from ..mechanisms.base import FeatureResult
 from .records import ReleaseRecord
 
-__all__ = ["Engine", "FeatureEngine", "Scan"]
+__all__ = ["CountOfCountsEngine", "Engine", "FeatureEngine", "ReleaseEngine", "Scan"]
 
 #: what an engine's mechanism stage returns and its write stage stores (a
 #: :class:`~inftda_sql.core.tree.TopDownResult` on DuckDB, a distributed table on Spark)
@@ -45,8 +46,9 @@ class Engine(Protocol[R]):
     release created on the way, whether it succeeded or not.
 
     A hierarchy release calls resolve, code_domains, scan, level_counts (per level),
-    run_mechanism, released and write. A feature release (CBDP) is DuckDB's only
-    (:class:`FeatureEngine`).
+    run_mechanism, released and write. The other release kinds (:mod:`inftda_sql.kinds`) ask
+    for their own stages (:class:`FeatureEngine`, :class:`CountOfCountsEngine`); an engine that
+    runs every kind implements :class:`ReleaseEngine`.
     """
 
     @property
@@ -132,4 +134,59 @@ class FeatureEngine(Engine[Any], Protocol):
     ) -> ReleaseRecord:
         """Write the released leaves, the features view and the ledger row atomically; return
         the ledger row as written."""
+        ...
+
+
+class CountOfCountsEngine(Protocol):
+    """An engine that releases count-of-counts histograms: the same stages, its own data.
+
+    prepare_count_of_counts (names resolved, outputs checked, budget), resolve_groups (the
+    columns of the input and of the PUBLIC groups table), code_groups (the groups table coded
+    as the hierarchy's domain), coc_counts (one pass over the private input: group sizes, then
+    per node and size the number of groups) and write_count_of_counts (output, levels view and
+    ledger row atomically); close drops what the release made.
+    """
+
+    @property
+    def groups_description(self) -> str:
+        """The groups table as the ledger names it."""
+        ...
+
+    def prepare_count_of_counts(self) -> str | None:
+        """Resolve the input, the groups table and the outputs in the catalog, refuse outputs
+        that would destroy what the release reads, check the budget of every base table the
+        input reads; return the note an override records."""
+        ...
+
+    def resolve_groups(self) -> None:
+        """Check the columns of the input (group, regions) and of the groups table."""
+        ...
+
+    def code_groups(self) -> tuple[ChainTree, I64]:
+        """The groups table coded as the public domain, and its number of groups per leaf."""
+        ...
+
+    def coc_counts(self, max_size: int | None) -> tuple[list[CocLevel], int]:
+        """The true histograms of every level (root first; sizes above ``max_size`` counted
+        at it when given) and the largest group size: private, never published."""
+        ...
+
+    def write_count_of_counts(self, leaves: Histograms, record: ReleaseRecord) -> ReleaseRecord:
+        """Check the budget again, write the leaf histograms, their levels view and the ledger
+        row atomically; return the ledger row as written."""
+        ...
+
+    def close(self) -> None:
+        """Drop the release's temporary objects."""
+        ...
+
+
+class ReleaseEngine(FeatureEngine, CountOfCountsEngine, Protocol):
+    """An engine that runs every release kind (DuckDB's): the stages of a hierarchy, of a
+    lattice of features (and its released table read back for ``return_as=``) and of
+    count-of-counts. The Spark engine implements :class:`Engine` (the hierarchy) so far."""
+
+    def released_features(self, lattice: Lattice) -> pa.Table:
+        """The released leaf table of a feature release as written (after
+        :meth:`~FeatureEngine.write_features`), for ``return_as=``."""
         ...

@@ -1,17 +1,35 @@
-"""Checks every engine makes alike, on what it fetched (Arrow) or counted: engine-neutral, so an
-error reads the same on DuckDB and on Spark."""
+"""Checks every engine makes alike, on what it fetched (Arrow), counted or resolved in its
+catalog: engine-neutral, so an error reads the same on DuckDB and on Spark.
+
+The checks on names take what each engine resolved: the base tables (and files) a source reads,
+as the engine's catalog spells them, and the identity of an output, so the rule is written once
+and the engines only say what their catalog holds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._errors import DomainError
+from .._errors import Arg, DomainError, InputDataError, OutputExistsError, Part, SpecError
 from ..core.intopt import VALUE_LIMIT
 
-__all__ = ["COUNT_LIMIT", "check_domain_paths", "empty_domain", "too_large"]
+__all__ = [
+    "COUNT_LIMIT",
+    "COUNT_WORDS",
+    "check_domain_not_input",
+    "check_domain_paths",
+    "check_not_aggregated",
+    "check_not_read",
+    "check_not_reserved",
+    "check_output_free",
+    "empty_domain",
+    "looks_like_count",
+    "reversal_hint",
+    "too_large",
+]
 
 #: The largest count a release handles: IntOpt's exact 64-bit arithmetic takes values and
 #: totals up to 2**60 (about 1.15e18).
@@ -50,3 +68,182 @@ def check_domain_paths(paths: pa.Table, role: str, chain: Sequence[str]) -> None
                     f"the {role} has {n_nan} row(s) with NaN in {col!r}; NaN is not a category "
                     "(it equals no value, so it cannot be counted once): drop or label those rows"
                 )
+
+
+#: The words that make a numeric column look like a number of records per row (a count of a
+#: pre-aggregated table): a column whose name is one of them, or has one as a word of its name
+#: (``n_people``, ``trips_total``, ``FlowCount``), case-insensitive. Words, not any column: a
+#: microdata table often has numeric columns (``age``, ``income``, ``year``, ids) that are
+#: attributes of its record, and refusing those would break ordinary inputs.
+COUNT_WORDS = frozenset({
+    "count", "counts", "cnt", "n", "nb", "num", "number", "freq", "frequency", "frequencies",
+    "weight", "weights", "wt", "total", "totals", "sum", "value", "obs", "observations",
+    "records", "persons", "people", "population", "pop", "individuals", "households",
+    "residents", "workers", "employees", "commuters", "trips", "flows", "flow", "journeys",
+    "passengers", "riders", "visits", "visitors", "pickups", "members", "size",
+})  # fmt: skip
+
+
+def _words(name: str) -> list[str]:
+    """The words of a column name: split at non-letters and at camelCase humps, lower case."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return [w.lower() for w in re.split(r"[^A-Za-z]+", spaced) if w]
+
+
+def looks_like_count(name: str) -> bool:
+    """Whether a column name says it holds a number of records (see :data:`COUNT_WORDS`).
+
+    Example:
+        >>> [looks_like_count(c) for c in ("count", "N", "n_people", "TripsTotal", "age")]
+        [True, True, True, True, False]
+    """
+    return any(w in COUNT_WORDS for w in _words(name))
+
+
+def check_not_aggregated(
+    numeric: Iterable[tuple[str, str]],
+    used: Iterable[str],
+    *,
+    count: str | None,
+    microdata: bool,
+    description: str,
+    fix: Sequence[Part] | None = None,
+) -> None:
+    """Refuse an input that looks pre-aggregated when no count column was given: a numeric
+    column (``numeric``: its stored name and type) that is not one the release uses
+    (``used``: hierarchy or feature columns, the privacy unit) and whose name says it holds a
+    number of records (:func:`looks_like_count`). Counted one row per record, such an input
+    gives the number of rows instead of the records they stand for, silently, and the budget is
+    spent on it. The schema alone decides (names and types; no value is read), before any
+    noise. ``microdata=True`` says every row is one record; ``fix`` replaces the default advice
+    (pass ``count=``) where a front end has no count column."""
+    if count is not None or microdata:
+        return
+    taken = {u.lower() for u in used}
+    found = [(n, t) for n, t in numeric if n.lower() not in taken and looks_like_count(n)]
+    if not found:
+        return
+    name, kind = found[0]
+    more = f" (and {', '.join(repr(n) for n, _ in found[1:])})" if len(found) > 1 else ""
+    advice: Sequence[Part] = (
+        fix
+        if fix is not None
+        else ("If each row stands for that many records pass ", Arg("count", name), "; ")
+    )
+    raise InputDataError(
+        f"{description} has the numeric column {name!r} ({kind}){more}, named like a number of "
+        "records per row, but no count column was given: every row would count as ONE record, "
+        f"not as {name!r} records, and the budget would be spent on that. ",
+        *advice,
+        "if every row is one record (the column is an attribute) pass ",
+        Arg("microdata", True),
+        param="count",
+    )
+
+
+def _fine_to_coarse(paths: pa.Table) -> bool:
+    """Whether a chain's paths look listed fine to coarse: the first column has more distinct
+    values than the last (a parent level has fewer nodes than its children)."""
+    if paths.num_columns < 2:
+        return False
+    n_first = pc.count_distinct(paths.column(0)).as_py()
+    n_last = pc.count_distinct(paths.column(paths.num_columns - 1)).as_py()
+    return bool(n_first > n_last)
+
+
+def reversal_hint(
+    paths: pa.Table,
+    index: int,
+    hierarchy: Sequence[Sequence[str]],
+    read: Callable[[int], pa.Table | None] = lambda _: None,
+) -> tuple[Part, ...]:
+    """The fix for chain ``index`` of ``hierarchy`` whose domain (``paths``, one column per
+    level) is not nested because it was given fine to coarse, or nothing. The hierarchy it
+    suggests reverses every chain that looks fine to coarse, not only this one: ``read(j)``
+    gives chain ``j``'s domain paths (None when it cannot say). Counts of distinct values are
+    not printed (the domain may come from the data)."""
+    chain = hierarchy[index]
+    if not _fine_to_coarse(paths):
+        return ()
+    fixed = [list(c) for c in hierarchy]
+    for j, other in enumerate(hierarchy):
+        if j == index:
+            fixed[j] = list(reversed(chain))
+        elif len(other) > 1:
+            other_paths = read(j)
+            if other_paths is not None and _fine_to_coarse(other_paths):
+                fixed[j] = list(reversed(other))
+    return (
+        f"the columns look listed fine to coarse ({chain[0]!r} has more distinct values than "
+        f"{chain[-1]!r}); reverse them, coarse to fine: ",
+        Arg("hierarchy", fixed if len(fixed) > 1 else fixed[0]),
+    )
+
+
+def check_domain_not_input(
+    input_reads: Iterable[str], domains: Iterable[tuple[str, str, Sequence[str]]]
+) -> None:
+    """Refuse a domain that reads what the input reads (a base table or a file, any spelling
+    case): its categories would come from the private data while the release is recorded as
+    private. ``domains`` are (role, description, what it reads) triples.
+
+    Example:
+        >>> check_domain_not_input(["main.trips"], [("domain", "view 'g'", ["main.geo"])])
+        >>> try:
+        ...     check_domain_not_input(["main.trips"], [("domain", "view 'g'", ["MAIN.TRIPS"])])
+        ... except DomainError as exc:
+        ...     print(str(exc).split(":")[0])
+        the domain (view 'g') reads MAIN.TRIPS, which the input reads too
+    """
+    private = {k.lower() for k in input_reads}
+    for role, description, reads in domains:
+        shared = [k for k in reads if k.lower() in private]
+        if shared:
+            raise DomainError(
+                f"the {role} ({description}) reads {shared[0]}, which the input reads too: its "
+                "categories would come from the private data. Pass the PUBLIC geography, or ",
+                Arg("domain_from_data", True),
+                " (recorded as not private)",
+                param="domain",
+            )
+
+
+def check_not_reserved(spelling: str, reserved: bool, tables: Sequence[str]) -> None:
+    """Refuse an output named as a table the package keeps for its own bookkeeping (``tables``)
+    or as its temporary objects (``reserved`` says whether ``spelling`` is either)."""
+    if reserved:
+        raise SpecError(
+            f"{spelling!r} is a name inftda_sql keeps for its own bookkeeping "
+            f"({', '.join(tables)} and names starting with __inftda); choose another ",
+            Arg("output"),
+            param="output",
+        )
+
+
+def check_not_read(
+    spelling: str, target: Hashable, protected: Iterable[tuple[Hashable, str, str]]
+) -> None:
+    """Refuse an output (``target``: its identity in the engine's catalog) that is something a
+    release reads: ``protected`` holds (identity, how it is shown, its role) of the input, the
+    domains and the tables and views they read."""
+    for ref, shown, role in protected:
+        if ref == target:
+            raise SpecError(
+                f"{spelling!r} is {role} ({shown}); writing the release there would destroy "
+                "what it reads: choose another ",
+                Arg("output"),
+                param="output",
+            )
+
+
+def check_output_free(spelling: str, exists: bool, overwrite: bool) -> None:
+    """An output that exists is replaced only with ``overwrite=True``."""
+    if exists and not overwrite:
+        raise OutputExistsError(
+            f"{spelling!r} already exists; pass ",
+            Arg("overwrite", True),
+            " to replace it or choose another ",
+            Arg("output"),
+            " name",
+            param="output",
+        )

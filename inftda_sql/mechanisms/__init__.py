@@ -61,6 +61,7 @@ __all__ = [
     "Mechanism",
     "MechanismContext",
     "check_full_domain",
+    "feature_mechanism",
     "feature_mechanisms",
     "get",
     "noised_levels",
@@ -107,6 +108,17 @@ def tree_mechanism(name: object) -> Mechanism:
         raise SpecError(
             f"mechanism {mech.name!r} releases features (features=...), not a hierarchy; "
             f"hierarchy mechanisms: {', '.join(trees)}"
+        )
+    return mech
+
+
+def feature_mechanism(name: object) -> FeatureMechanism:
+    """The feature mechanism called ``name``; a SpecError for a hierarchy mechanism."""
+    mech = get(name)
+    if not isinstance(mech, FeatureMechanism):
+        raise SpecError(
+            f"mechanism {mech.name!r} releases a hierarchy (hierarchy=...), not features; "
+            f"feature mechanisms: {', '.join(feature_mechanisms())}"
         )
     return mech
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -199,6 +199,8 @@ class Mechanism:
 
     #: a tree mechanism takes zCDP (or (epsilon, delta)) budgets, never a pure epsilon
     pure_budget = False
+    #: the release kind (:mod:`inftda_sql.kinds`) that runs it: a hierarchy
+    kind: ClassVar[str] = "hierarchy"
 
     def guarantee_for(self, budget: Budget) -> Guarantee:
         """The guarantee of a release with ``budget`` (the mechanism's own, for a tree)."""
@@ -337,6 +339,11 @@ class FeatureMechanism:
 
     #: a pure epsilon (``epsilon=`` without ``delta=``) selects Laplace noise
     pure_budget = True
+    #: the release kind (:mod:`inftda_sql.kinds`) that runs it: a lattice of features
+    kind: ClassVar[str] = "features"
+    #: its parameters come from the run (:attr:`FeatureResult.parameters`), none from the
+    #: accounting
+    parameters: ClassVar[None] = None
 
     def guarantee_for(self, budget: Budget) -> Guarantee:
         """The budget's own: ``pureDP`` with a pure epsilon budget (Laplace noise), ``zCDP``

@@ -261,6 +261,81 @@ MISTAKES = [
         setup="INSERT INTO persons VALUES ('North', 'N1', 'zzz')",
     ),
     Mistake(
+        "a pre-aggregated table without its count column",
+        _release(table="agg"),
+        "release {db} agg {geo}",
+        inftda_sql.InputDataError,
+        ["numeric column 'n' (INTEGER)", "no count column was given", "ONE record"],
+        ["count='n'", "microdata=True"],
+        ["--count n", "--microdata"],
+    ),
+    Mistake(
+        "a pre-aggregated table without its count column, options in a TOML file",
+        _release(table="agg"),
+        "release {db} agg --config {dir}/release.toml",
+        inftda_sql.InputDataError,
+        ["numeric column 'n' (INTEGER)", "no count column was given"],
+        ["count='n'", "microdata=True"],
+        ["--count n", "--microdata"],
+        files={
+            "release.toml": 'hierarchy = ["region", "province", "mun"]\ndomain = "geo"\nrho = 1.0\n'
+        },
+    ),
+    Mistake(
+        "features (CBDP) of a pre-aggregated table without its count column",
+        lambda con, _: inftda_sql.release(
+            con,
+            "agg",
+            mechanism="cbdp",
+            features={"total": [], "leaf": GEO},
+            domain="geo",
+            epsilon=1.0,
+        ),
+        "release {db} agg --mechanism cbdp --features total: --features leaf:region,province,mun "
+        "--domain geo --epsilon 1",
+        inftda_sql.InputDataError,
+        ["numeric column 'n' (INTEGER)", "no count column was given"],
+        ["count='n'", "microdata=True"],
+        ["--count n", "--microdata"],
+    ),
+    Mistake(
+        "count of counts of a table of households with their sizes",
+        lambda con, _: inftda_sql.release_count_of_counts(
+            con,
+            "hh",
+            group="hh_id",
+            hierarchy=GEO,
+            groups="hh_groups",
+            epsilon=1.0,
+            max_size=10,
+        ),
+        "count-of-counts {db} hh --group hh_id --hierarchy region,province,mun --groups hh_groups "
+        "--epsilon 1 --max-size 10",
+        inftda_sql.InputDataError,
+        ["numeric column 'persons' (INTEGER)", "one row per person"],
+        ["EXCLUDE (persons) FROM hh t, range(t.persons)", "microdata=True"],
+        ["EXCLUDE (persons) FROM hh t, range(t.persons)", "--microdata"],
+        setup="CREATE TABLE hh_groups AS SELECT *, 1 AS households FROM geo; "
+        "CREATE TABLE hh AS SELECT *, (row_number() OVER ())::INTEGER AS hh_id, 2 AS persons "
+        "FROM geo",
+    ),
+    Mistake(
+        "both chains given fine to coarse",
+        lambda con, _: inftda_sql.release(
+            con,
+            "od_micro",
+            hierarchy=[["o_mun", "o_reg"], ["d_mun", "d_prov", "d_reg"]],
+            domain=["geo_o", "geo_d"],
+            rho=1.0,
+        ),
+        "release {db} od_micro --hierarchy o_mun,o_reg --hierarchy d_mun,d_prov,d_reg "
+        "--domain geo_o --domain geo_d --rho 1",
+        inftda_sql.DomainError,
+        ["domain of chain 1 is not nested", "look listed fine to coarse"],
+        ["hierarchy=[['o_reg', 'o_mun'], ['d_reg', 'd_prov', 'd_mun']]"],
+        ["--hierarchy o_reg,o_mun --hierarchy d_reg,d_prov,d_mun"],
+    ),
+    Mistake(
         "a file too new for the requested storage version",
         lambda con, d: _too_new(d / "other.duckdb"),
         "release {db} persons {geo} --storage-version v1.0.0",

@@ -351,3 +351,30 @@ def test_an_evaluation_prints_every_column(
     assert ev.project("level").fetchall() == [(0,), (1,), (2,), (3,)]
     assert pa.table(ev).column_names == ev.columns
     assert con.sql("SELECT max(max_abs_error) FROM ev").fetchall() == [(0,)]
+
+
+def test_evaluate_count_of_counts_reads_the_release_settings_from_the_ledger(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """As docs/how-to/count-of-counts.md shows: evaluate_count_of_counts(con, "persons",
+    "household_sizes"); the explicit arguments still work, and a table that is no such release
+    says what to pass."""
+    con.execute(
+        "CREATE TABLE persons AS SELECT * FROM (VALUES (1, 'A', 'a1'), (1, 'A', 'a1'), "
+        "(2, 'A', 'a2')) t(household_id, state, county)"
+    ).fetchall()
+    con.execute(
+        "CREATE TABLE households_per_county AS SELECT * FROM (VALUES ('A', 'a1', 1), "
+        "('A', 'a2', 1)) t(state, county, households)"
+    ).fetchall()
+    inftda_sql.release_count_of_counts(
+        con, "persons", group="household_id", hierarchy=["state", "county"],
+        groups="households_per_county", max_size=5, epsilon=INF, output="household_sizes",
+    )  # fmt: skip
+    found = inftda_sql.evaluate_count_of_counts(con, "persons", "household_sizes").fetchall()
+    given = inftda_sql.evaluate_count_of_counts(
+        con, "persons", "household_sizes", group="household_id", hierarchy=["state", "county"]
+    ).fetchall()
+    assert found == given and [r[3] for r in found] == [0.0, 0.0, 0.0]  # exact: no error
+    with pytest.raises(SpecError, match="pass group= and hierarchy="):
+        inftda_sql.evaluate_count_of_counts(con, "persons", "households_per_county")

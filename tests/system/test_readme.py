@@ -11,11 +11,13 @@ and executed (these sections were the README's; the README is now the front door
 * Every ``inftda-sql`` line of the shell blocks of "Command line" and "Publishing", in order,
   after ``inftda-sql demo`` (run with ``--scale 0.01`` to stay quick), and the error line
   "Command line" shows.
+* The command lines of "Count-of-counts histograms" on the tables its doctest creates.
 """
 
 from __future__ import annotations
 
 import contextlib
+import doctest
 import hashlib
 import io
 import re
@@ -35,6 +37,7 @@ GETTING_STARTED = DOCS / "getting-started.md"
 SQL_CLIENTS = DOCS / "how-to" / "sql-clients.md"
 COMMAND_LINE = DOCS / "how-to" / "command-line.md"
 PUBLISHING = DOCS / "how-to" / "publishing.md"
+COUNT_OF_COUNTS = DOCS / "how-to" / "count-of-counts.md"
 UK = "uk_ew_census2021_odwp01_msoa"
 
 
@@ -211,3 +214,26 @@ def test_every_other_command_runs_after_the_demo(
     typed, error = shown.strip().splitlines()
     assert main(shlex.split(typed.removeprefix("$ "))[1:]) == 1
     assert capsys.readouterr().err.strip() == error
+
+
+def test_count_of_counts_commands_run_on_the_example_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command lines of "Count-of-counts histograms" (``docs/how-to/count-of-counts.md``),
+    on the tables its Python example creates (in my.duckdb); the Python example itself runs as
+    a doctest of the page."""
+    monkeypatch.chdir(tmp_path)
+    text = COUNT_OF_COUNTS.read_text(encoding="utf-8")
+    (code,) = blocks(text, "python")
+    (shell,) = [b for b in blocks(text, "text") if "inftda-sql" in b]
+    namespace: dict[str, object] = {}
+    with duckdb.connect("my.duckdb") as con:
+        namespace["con"] = con
+        for example in doctest.DocTestParser().get_examples(code):
+            if "CREATE TABLE" in example.source:
+                exec(example.source, namespace)
+    commands = inftda_commands(re.sub(r"^\$ ", "", shell, flags=re.M))
+    assert [c[0] for c in commands] == ["count-of-counts", "evaluate"]
+    for argv in commands:
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+    assert "mean_emd" in capsys.readouterr().out

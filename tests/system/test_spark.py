@@ -1,7 +1,8 @@
 """The Spark engine (inftda_sql.spark) against the DuckDB engine, in Spark's local mode.
 
 One SparkSession for the whole module (local[2], few shuffle partitions, tiny data): starting
-a JVM costs seconds. Every test works in a database of its own, so ledgers do not mix. A seeded
+a JVM costs seconds. Every test works in a database and a ledger folder of its own, so ledgers
+do not mix. A seeded
 release must be the SAME table on both engines, whatever the partitioning (blocks of parents are
 cut by their keys and each draws from the stream keyed by (seed, level, block)); an infinite
 budget releases the true non-zero cells. Skipped with a reason when pyspark or Java is missing.
@@ -13,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -25,7 +27,13 @@ import pytest
 
 import inftda_sql
 from inftda_sql import synthetic
-from inftda_sql._errors import DomainError, InputDataError, OutputExistsError, SpecError
+from inftda_sql._errors import (
+    DomainError,
+    InftdaWarning,
+    InputDataError,
+    OutputExistsError,
+    SpecError,
+)
 from inftda_sql.core import topdown as _topdown
 from inftda_sql.engines.duckdb.ledger import read_releases
 from tests.conftest import shared_path
@@ -79,12 +87,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture
-def sdb(spark: Any) -> Iterator[str]:
-    """A fresh database, current for the test."""
+def sdb(spark: Any, tmp_path: Path) -> Iterator[str]:
+    """A fresh database, current for the test, and a fresh ledger folder."""
     name = f"t_{uuid.uuid4().hex[:10]}"
     spark.sql(f"CREATE DATABASE {name}")
     spark.catalog.setCurrentDatabase(name)
+    spark.conf.set("spark.inftda.ledger", str(tmp_path / "ledger"))
     yield name
+    spark.conf.unset("spark.inftda.ledger")
     spark.catalog.setCurrentDatabase("default")
     spark.sql(f"DROP DATABASE {name} CASCADE")
 
@@ -255,8 +265,8 @@ def test_one_geography_serves_both_chains_as_on_duckdb(spark: Any, italy: Any) -
         output="mapped",
     )  # fmt: skip
     assert _rows(spark, "mapped") == got
-    row = inftda_sql.spark.ledger(spark)[-1]
-    assert row.release_id == r.release_id and "read as o_region=r" in row.domain_source
+    row = inftda_sql.spark.ledger(spark).releases[-1]
+    assert row["release_id"] == r.release_id and "read as o_region=r" in row["domain_source"]
 
 
 def test_ledger_row_has_the_duckdb_fields(spark: Any, sdb: str) -> None:
@@ -272,14 +282,14 @@ def test_ledger_row_has_the_duckdb_fields(spark: Any, sdb: str) -> None:
     sk = inftda_sql.spark.release(
         spark, "people", hierarchy=["r", "c"], domain=dom, epsilon=1.0, delta=1e-6
     )
-    (row,) = inftda_sql.spark.ledger(spark)
+    (row,) = inftda_sql.spark.ledger(spark).releases
     (want,) = read_releases(con)
-    assert row.release_id == sk.release_id == 1 and sk.is_private
+    assert row["release_id"] == sk.release_id == 1 and sk.is_private
     same = ("created_at", "details", "library_version", "base_tables", "release_id", "fingerprint")
     for field in want.columns():
         if field not in same:
-            assert getattr(row, field) == getattr(want, field), field
-    assert row.base_tables == [f"spark_catalog.{sdb}.people"]
+            assert row[field] == getattr(want, field), field
+    assert row["base_tables"] == [f"spark_catalog.{sdb}.people"]
     assert _rows(spark, "people_private_levels")[0][0] == 0  # the view lists the root first
 
 
@@ -296,17 +306,18 @@ def test_the_ledger_row_fingerprints_what_the_release_wrote(spark: Any, sdb: str
     _to_spark(spark, con, "SELECT * FROM people", "people")
     dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
     inftda_sql.spark.release(spark, "people", hierarchy=["r", "c"], domain=dom, rho=1.0)
-    (row,) = inftda_sql.spark.ledger(spark)
-    assert row.fingerprint is not None and "diagnostics" not in row.fingerprint
-    kinds = [(o["name"], o["kind"]) for o in json.loads(row.fingerprint)["objects"]]
+    (row,) = inftda_sql.spark.ledger(spark).releases
+    found = row["fingerprint"]
+    assert found is not None and "diagnostics" not in found
+    kinds = [(o["name"], o["kind"]) for o in json.loads(found)["objects"]]
     assert kinds == [
         (f"spark_catalog.{sdb}.people_private", "table"),
         (f"spark_catalog.{sdb}.people_private_levels", "view"),
     ]
-    assert fingerprint.changes(spark, row.fingerprint) == []
+    assert fingerprint.changes(spark, found) == []
     spark.sql("INSERT INTO people_private VALUES ('S', 'c', 1)")
     spark.sql("CREATE OR REPLACE VIEW people_private_levels AS SELECT * FROM people_private")
-    assert [(c.kind, c.what) for c in fingerprint.changes(spark, row.fingerprint)] == [
+    assert [(c.kind, c.what) for c in fingerprint.changes(spark, found)] == [
         ("table", "is not what the release wrote"),
         ("view", "is not what the release wrote"),
     ]
@@ -347,7 +358,7 @@ def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
             inftda_sql.spark.release(spark, table_name, overwrite=True, **kwargs)
         assert type(on_spark.value) is type(on_duck.value), (table_name, changes)
     assert not spark.catalog.tableExists("t_private")
-    assert inftda_sql.spark.ledger(spark) == []
+    assert inftda_sql.spark.ledger(spark).releases == []
     # an existing output is refused without overwrite=True
     spark.sql("CREATE TABLE t_private (x INT) USING parquet")
     with pytest.raises(OutputExistsError, match="already exists"):
@@ -373,3 +384,140 @@ def test_baselines_seeded_equal_duckdb(spark: Any, sdb: str, mechanism: str) -> 
         mechanism=mechanism,
     )  # fmt: skip
     _check_same(spark, con, duck, sk)
+
+
+def test_a_table_of_counts_without_count_and_reversed_chains_teach_as_on_duckdb(
+    spark: Any, sdb: str
+) -> None:
+    """A numeric column named like a count, no count=: refused before any noise, with the fix
+    (count= or microdata=True), as on DuckDB; both chains given fine to coarse: the hint
+    reverses both (issue 23, items 3 and 6)."""
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('N', 'a', 'X', 'x', 4), ('S', 'c', 'X', 'y', 2)) "
+        "v(o_r, o_c, d_r, d_c, people)"
+    ).fetchall()
+    _to_spark(spark, con, "SELECT * FROM t", "t")
+    dom_o = {"o_r": ["N", "N", "S"], "o_c": ["a", "b", "c"]}
+    dom_d = {"d_r": ["X", "X", "Y"], "d_c": ["x", "y", "z"]}
+    one = {"hierarchy": ["o_r", "o_c"], "domain": dom_o, "rho": 1.0}
+    for release, target in ((inftda_sql.release, con), (inftda_sql.spark.release, spark)):
+        with pytest.raises(InputDataError, match="numeric column 'people'") as info:
+            release(target, "t", **one)
+        assert "count='people'" in str(info.value) and "microdata=True" in str(info.value)
+        reversed_both = {
+            "hierarchy": [["o_c", "o_r"], ["d_c", "d_r"]],
+            "domain": [dom_o, dom_d],
+            "count": "people",
+            "rho": 1.0,
+        }
+        with pytest.raises(DomainError, match="fine to coarse") as info:
+            release(target, "t", **reversed_both)
+        assert "hierarchy=[['o_r', 'o_c'], ['d_r', 'd_c']]" in str(info.value)
+    assert not spark.catalog.tableExists("t_private")
+    r = inftda_sql.spark.release(spark, "t", microdata=True, **{**one, "rho": INF})
+    assert r.total == 2  # one record per row, as the caller said
+
+
+def _app(cwd: Path, *args: str) -> dict[str, Any]:
+    """Run tests/system/spark_apps.py as a separate application in folder ``cwd`` (workers put
+    their folder first on sys.path); what it printed."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("spark_apps.py")), *args],
+        capture_output=True, text=True, env=env, timeout=600, check=False, cwd=cwd,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_ledger_lasts_across_sessions_applications_and_restarts(
+    spark: Any, sdb: str, tmp_path: Path
+) -> None:
+    """One ledger folder (the conf here, the default beside the warehouse there): a second
+    session, a second application and a restarted one see the same rows and budgets, and a
+    budget spent by one application is charged in the other."""
+    import inftda_sql.spark
+
+    warehouse = tmp_path / "other_warehouse"
+    spark.conf.set("spark.inftda.ledger", str(warehouse / "inftda_ledger"))
+    spark.createDataFrame([("N", "a"), ("S", "c")], "r string, c string").write.saveAsTable("p")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    assert inftda_sql.spark.set_budget(spark, "p", rho=1.0).rho == 1.0
+    first = inftda_sql.spark.release(spark, "p", hierarchy=["r", "c"], domain=dom, rho=0.25)
+    assert first.release_id == 1
+    other = spark.newSession()  # its own conf: names the folder as an application would
+    other.conf.set("spark.inftda.ledger", str(warehouse / "inftda_ledger"))
+    assert [r["release_id"] for r in inftda_sql.spark.ledger(other).releases] == [1]
+
+    seen = _app(tmp_path, "ledger", str(warehouse))
+    p_key = f"spark_catalog.{sdb}.p"
+    assert seen["before"]["ids"] == [1] and seen["before"]["budgets"] == [p_key]
+    assert seen["release_id"] == 2
+    assert seen["restarted"]["ids"] == seen["restarted"]["view"] == [1, 2]
+    assert seen["restarted"]["budgets"] == sorted([p_key, "spark_catalog.default.q"])
+    assert "created (UTC)" in seen["restarted"]["printed"]  # a table, one row per line
+
+    found = inftda_sql.spark.ledger(spark)
+    assert [r["release_id"] for r in found.releases] == [1, 2]
+    printed = str(found).splitlines()
+    assert printed[0].split()[:2] == ["id", "created"] and len(printed) >= 4
+    assert [r[0] for r in spark.sql("SELECT release_id FROM inftda_releases").collect()] == [1, 2]
+    spent = {i["input_table"]: i["remaining_rho"] for i in found.inputs}
+    assert spent == {p_key: 0.75, "spark_catalog.default.q": 0.5}
+    assert inftda_sql.spark.budget_of(spark, "P") == inftda_sql.spark.budgets(spark)[p_key]
+    with pytest.raises(inftda_sql.BudgetExceededError, match=r"only rho=0\.75 "):
+        inftda_sql.spark.release(spark, "p", hierarchy=["r", "c"], domain=dom, rho=0.8, output="p2")
+    assert not list((warehouse / "inftda_ledger" / "reservations").iterdir())
+
+
+def test_workers_that_cannot_import_the_package_are_refused_first(tmp_path: Path) -> None:
+    """Workers on an interpreter without inftda_sql, then with another version of it: one
+    line naming the fix, after one tiny job and before any job reads the data."""
+    probe = subprocess.run(
+        ["/usr/bin/python3", "-c", "import pyarrow, inftda_sql"], capture_output=True, check=False
+    )
+    if not Path("/usr/bin/python3").exists() or probe.returncode == 0:
+        pytest.skip("needs a /usr/bin/python3 without inftda_sql")
+    fake = tmp_path / "fake"
+    (fake / "inftda_sql").mkdir(parents=True)
+    (fake / "inftda_sql" / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    seen = _app(tmp_path, "workers", str(fake), str(tmp_path / "warehouse"))
+    missing, other = seen["no_package"], seen["other_version"]
+    for refused in (missing, other):
+        assert refused["error"], seen
+        assert "\n" not in refused["error"] and "PYSPARK_PYTHON" in refused["error"]
+        assert f"inftda-sql=={inftda_sql.__version__}" in refused["error"]
+        assert refused["jobs"] == 1 and not refused["written"]  # the probe, nothing else
+    assert "/usr/bin/python3" in missing["error"], missing["error"]
+    assert "import inftda-sql 0.0.1" in other["error"], other["error"]
+
+
+def test_many_shuffle_partitions_on_a_small_input_are_named(spark: Any, sdb: str) -> None:
+    """200 shuffle partitions on a 2-core session and a tiny input: a warning naming the
+    setting, before the scan; Arrow disabled changes nothing (the engine's transfers are
+    Arrow whatever the setting says): no warning, the exact table."""
+    import inftda_sql.spark
+
+    spark.createDataFrame([("N", "a"), ("S", "z")], "r string, c string").write.saveAsTable("w")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    try:
+        with (
+            pytest.warns(InftdaWarning, match=r"shuffle.partitions is 200 .*\"4\""),
+            pytest.raises(DomainError, match="not in the domain"),
+        ):
+            inftda_sql.spark.release(spark, "w", hierarchy=["r", "c"], domain=dom, rho=INF)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "false")
+    try:
+        r = inftda_sql.spark.release(
+            spark, "w", hierarchy=["r", "c"], domain={"r": ["N", "S"], "c": ["a", "z"]}, rho=INF
+        )
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.pyspark.enabled")
+    assert _rows(spark, r.output) == [("N", "a", 1), ("S", "z", 1)]

@@ -147,3 +147,45 @@ def test_the_release_object_labels_what_is_not_private(con: duckdb.DuckDBPyConne
     assert text.splitlines()[-1].startswith("* seconds (")
     assert "depend on the private data" in text.splitlines()[-1]
     assert "depend on the private data" in r._repr_html_()
+
+
+#: what repr() must not show: the diagnostics' keys and the times' names
+OWNER_ONLY = ("rows_in", "rows_kept", "rows_dropped", "timings", "diagnostics=", "seconds")
+
+
+def _repr_is_safe(text: str, marked: bool = True) -> None:
+    assert "\n" not in text
+    assert not any(word in text for word in OWNER_ONLY), text
+    assert not _mentions_time(text.replace("times", "")), text
+    assert "not private" in text or not marked  # says what it left out, and where it is
+
+
+def test_repr_leaves_out_what_is_not_private(db: Path) -> None:
+    """repr() (what a notebook or a log shows of a Release) holds only what may be shared, for
+    every kind of release; the NOT PRIVATE reasons stay in front."""
+    with duckdb.connect(str(db)) as con:
+        tree = inftda_sql.release(
+            con, "people", hierarchy=GEO, domain="geo", rho=1.0, privacy_unit="pid",
+            contribution=3, output="again", seed=1,
+        )  # fmt: skip
+        cbdp = inftda_sql.release(
+            con, "people", mechanism="cbdp", features={"total": [], "leaf": GEO}, domain="geo",
+            epsilon=1.0, privacy_unit="pid", contribution=3, output="features",
+        )  # fmt: skip
+        con.execute("CREATE TABLE hh AS SELECT *, 1 AS households FROM geo").fetchall()
+        con.execute(
+            "CREATE TABLE members AS SELECT * FROM (VALUES (1, 'North', 'N1', 'n1a'), "
+            "(1, 'North', 'N1', 'n1a'), (2, 'South', 'S1', 's1a')) t(hh_id, region, province, mun)"
+        ).fetchall()
+        coc = inftda_sql.release_count_of_counts(
+            con, "members", group="hh_id", hierarchy=GEO, groups="hh", epsilon=1.0,
+            max_size=5, min_size=0,
+        )  # fmt: skip
+    assert tree.diagnostics["rows_dropped"] >= 0 and tree.timings and coc.timings
+    for r in (tree, cbdp, coc):
+        _repr_is_safe(repr(r))
+        _repr_is_safe(repr(r.levels), marked=False)
+    assert repr(tree).startswith("<Release #") and "NOT PRIVATE: seeded noise" in repr(tree)
+    assert "NOT PRIVATE" not in repr(cbdp)
+    text = str(coc)  # the count-of-counts summary marks its times as the release's does
+    assert "s*" in text and "depend on the private data" in text.splitlines()[-1]

@@ -69,6 +69,7 @@ from __future__ import annotations
 from .estimators import estimate_level
 from .histograms import CONSISTENCY, MERGES, CocLevel, CocLevelStats, CocResult, Histograms, Runs
 from .histograms import DEFAULT_CHUNK as DEFAULT_CHUNK
+from .levels import truncate_sizes
 from .merge import match_and_merge
 from .release import count_of_counts, emd_per_node, levels_from_leaves
 
@@ -85,4 +86,5 @@ __all__ = [
     "estimate_level",
     "levels_from_leaves",
     "match_and_merge",
+    "truncate_sizes",
 ]

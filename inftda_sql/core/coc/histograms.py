@@ -4,7 +4,7 @@ levels of the hierarchy and the per-level result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -127,7 +127,7 @@ class CocLevelStats:
     noised_entries: int
     scale: float
     runs: int
-    seconds: float
+    seconds: float = field(repr=False)  # NOT private: never in the repr
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -34,11 +34,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from ..._coc_request import CountOfCountsRequest
 from ..._errors import Arg, DomainError, InputDataError, Part, SpecError
 from ...core.accounting import Budget, Guarantee
 from ...core.arrays import I64
-from ...core.coc import CocLevel, Histograms
+from ...core.coc import CocLevel, Histograms, truncate_sizes
 from ...core.tree import ChainTree
+from ..checks import check_not_aggregated, looks_like_count
 from . import compile as _compile
 from .catalog import (
     Source,
@@ -50,41 +52,27 @@ from .catalog import (
     join_type,
     resolve_source,
     resolve_target,
+    type_family,
 )
 from .domain import build_chain
-from .engine import check_targets
 from .ledger import (
     ReleaseRecord,
     check_budget,
 )
 from .sql import arrow, rows, run
+from .targets import check_targets
 from .write import begin_transaction, record_release
 
-__all__ = ["CocEngine", "CocInputs", "truncate_sizes"]
-
-
-@dataclasses.dataclass(frozen=True)
-class CocInputs:
-    """What :class:`CocEngine` needs from the request (all checked before, no database)."""
-
-    table: object
-    group: str
-    chain: tuple[str, ...]
-    groups_table: object
-    groups_column: str | None
-    min_size: int
-    output: str
-    levels_view: str | None
-    overwrite: bool
+__all__ = ["CocEngine", "truncate_sizes"]
 
 
 class CocEngine:
     """One count-of-counts release on a DuckDB connection; a context manager that drops every
     temporary object it made."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, inputs: CocInputs) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, request: CountOfCountsRequest) -> None:
         self.con = con
-        self.inputs = inputs
+        self.request = request
         self.names = _compile.TempNames(f"__inftda_coc_{uuid.uuid4().hex[:12]}_")
         self._sources: list[Source] = []
         self._input: Source | None = None
@@ -123,7 +111,7 @@ class CocEngine:
     def prepare(self) -> None:
         """Resolve every name in the catalog and refuse outputs that would destroy what the
         release reads (or exist without ``overwrite``): before any work."""
-        inp = self.inputs
+        inp = self.request
         begin_transaction(self.con)  # fail fast if the caller left a transaction open
         run(self.con, "ROLLBACK")
         self._output = resolve_target(self.con, inp.output)
@@ -136,7 +124,7 @@ class CocEngine:
         self._input = src
         groups = resolve_source(
             self.con,
-            inp.groups_table,
+            inp.groups,
             role="groups table",
             temp_name=self.names.domain(0),
             error=DomainError,
@@ -159,7 +147,7 @@ class CocEngine:
 
     def resolve(self) -> None:
         """The input and the groups table have the named columns, of plain types."""
-        inp = self.inputs
+        inp = self.request
         src, groups = self._require()
         src.column(inp.group, "group column")
         check_scalar_type(src, inp.group, "group column", InputDataError)
@@ -186,11 +174,36 @@ class CocEngine:
             column = others[0]
         stored, _ = count_column(groups, column, "groups column")
         self._groups_column = stored
+        self._check_not_aggregated(src)
+
+    def _check_not_aggregated(self, src: Source) -> None:
+        """A persons table is one row per person: one with a numeric column named like a count
+        (``persons``, ``size``, ``n``...) looks like a table of groups with their sizes, which
+        would be counted as groups of one. Refused from the schema, before any noise."""
+        numeric = [
+            (src.names[k], t)
+            for k, t in src.columns.items()
+            if type_family(t) in ("integer", "fractional")
+        ]
+        found = [n for n, _ in numeric if looks_like_count(n)] or ["n"]
+        table = self.request.table if isinstance(self.request.table, str) else "<table>"
+        check_not_aggregated(
+            numeric,
+            [self.request.group, *self.request.chain],
+            count=None,
+            microdata=self.request.microdata,
+            description=f"the persons table {src.description}",
+            fix=(
+                "A count-of-counts release reads one row per person: if each row stands for "
+                "that many persons, expand it first (CREATE VIEW persons AS SELECT t.* EXCLUDE "
+                f"({found[0]}) FROM {table} t, range(t.{found[0]})); ",
+            ),
+        )
 
     def domain(self) -> tuple[ChainTree, I64]:
         """Code the groups table as the public domain; the public number of groups per leaf."""
         src, groups = self._require()
-        chain = self.inputs.chain
+        chain = self.request.chain
         types = [join_type(src.columns[c.lower()]) for c in chain]
         tree = build_chain(self.con, self.names, 0, chain, groups.sql, types, "groups table").tree
         n_leaves = tree.sizes[-1]
@@ -230,7 +243,7 @@ class CocEngine:
         src, groups = self._require()
         if self.tree is None or self.groups_per_leaf is None:
             raise SpecError("code the domain first: call domain()")  # pragma: no cover
-        inp, chain, tree = self.inputs, self.inputs.chain, self.tree
+        inp, chain, tree = self.request, self.request.chain, self.tree
         sizes, hist = self.sizes_table, self.histograms_table
         run(
             self.con,
@@ -293,7 +306,7 @@ class CocEngine:
     ) -> ReleaseRecord:
         """Check the budget again, write the released leaf histograms, their levels view and
         the ledger row in one transaction; return the ledger row as written."""
-        inp, chain = self.inputs, self.inputs.chain
+        inp, chain = self.request, self.request.chain
         src, _ = self._require()
         if self._output is None:
             raise SpecError("the output is not resolved yet: call prepare() first")
@@ -336,7 +349,7 @@ class CocEngine:
 
     def _region(self, leaf: int) -> str:
         """``state='X', county='Y'`` of a leaf code (public: from the groups table)."""
-        chain = self.inputs.chain
+        chain = self.request.chain
         found = rows(self.con, _compile.leaf_of_code(self.names, 0, chain), {"code": leaf})
         return f"{chain[-1]}={found[0][0]!r}" if found else "?"
 
@@ -360,10 +373,10 @@ class CocEngine:
         groups cannot be empty). Only HOW MANY regions disagree is said, and a query to run."""
         found = leaves.truth.totals(leaves.n_nodes)
         over = int(np.count_nonzero(found > leaves.groups))
-        under = int(np.count_nonzero(found < leaves.groups)) if self.inputs.min_size > 0 else 0
+        under = int(np.count_nonzero(found < leaves.groups)) if self.request.min_size > 0 else 0
         if not over and not under:
             return
-        inp = self.inputs
+        inp = self.request
         hint = _compile.coc_disagree_hint(
             inp.chain, groups.sql, self._groups_column, src.sql, inp.group
         ).strip()
@@ -413,11 +426,3 @@ def _with_empty_groups(level: CocLevel) -> CocLevel:
         np.concatenate((t.count, empty[nodes])),
     )
     return dataclasses.replace(level, truth=truth)
-
-
-def truncate_sizes(level: CocLevel, max_size: int) -> CocLevel:
-    """The level with groups larger than ``max_size`` counted at ``max_size``."""
-    t = level.truth
-    return dataclasses.replace(
-        level, truth=Histograms.build(t.node, np.minimum(t.size, max_size), t.count)
-    )

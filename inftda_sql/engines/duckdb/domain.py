@@ -23,12 +23,11 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..._errors import Arg, DomainError, Part
+from ..._errors import DomainError, Part
 from ...core.domains import match_columns
 from ...core.tree import ChainTree, code_paths, paths_sorted
-from ..checks import check_domain_paths, empty_domain
+from ..checks import check_domain_paths, empty_domain, reversal_hint
 from . import compile as _compile
 from .cache import DomainKey, domain_key, find_domain
 from .catalog import Source
@@ -100,6 +99,7 @@ def build_chain(
     *,
     source: str | None = None,
     definitions: Sequence[tuple[str, str]] = (),
+    domains: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> CodedChain:
     """Validate and code one chain's domain, read from the cache when it is there; register the
     code table as ``names.codes(index)`` otherwise. ``source`` describes the domain (for the
@@ -107,7 +107,9 @@ def build_chain(
     ``definitions``: those of the views the domain is read through (part of its cache key).
 
     ``hierarchy`` (every chain) lets a domain that is not nested because its chain was given
-    fine to coarse suggest the hierarchy to type instead.
+    fine to coarse suggest the hierarchy to type instead; ``domains`` (the domain SQL and
+    column types of every chain, in the order of ``hierarchy``) lets that hint reverse every
+    other chain given fine to coarse too, not only this one.
     """
     key = DomainKey("", 0, "")
     if source is not None:
@@ -140,7 +142,7 @@ def build_chain(
     check_domain_paths(paths, role, chain)
     coded = code_paths(paths)
     if coded.tree is None:
-        hint = _reversed_hint(coded.paths, chain, index, hierarchy or [chain])
+        hint = _reversed_hint(con, coded.paths, chain, index, hierarchy or [chain], domains)
         _nesting_error(con, coded.paths, chain, coded.not_nested or 2, role, index, names, hint)
         raise AssertionError("unreachable")  # pragma: no cover
     table = coded.paths
@@ -183,20 +185,26 @@ def _nesting_error(
 
 
 def _reversed_hint(
-    paths: pa.Table, chain: Sequence[str], index: int, hierarchy: Sequence[Sequence[str]]
+    con: duckdb.DuckDBPyConnection,
+    paths: pa.Table,
+    chain: Sequence[str],
+    index: int,
+    hierarchy: Sequence[Sequence[str]],
+    domains: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> tuple[Part, ...]:
-    """The fix of a chain given fine to coarse, or nothing: its first column has more distinct
-    values than its last (a parent level has fewer nodes than its children). Counts of
-    distinct values are not printed (the domain may come from the data)."""
-    first, last = chain[0], chain[-1]
-    n_first = pc.count_distinct(paths.column(0)).as_py()
-    n_last = pc.count_distinct(paths.column(paths.num_columns - 1)).as_py()
-    if len(chain) < 2 or n_first <= n_last:
-        return ()
-    fixed = [list(c) for c in hierarchy]
-    fixed[index] = list(reversed(chain))
-    return (
-        f"the columns look listed fine to coarse ({first!r} has more distinct values than "
-        f"{last!r}); reverse them, coarse to fine: ",
-        Arg("hierarchy", fixed if len(fixed) > 1 else fixed[0]),
-    )
+    """The fix of a chain given fine to coarse (:func:`..checks.reversal_hint`), reading the
+    other chains' domains from ``domains`` (their SQL and column types)."""
+
+    def read(j: int) -> pa.Table | None:
+        if j >= len(domains):
+            return None
+        sql, types = domains[j]
+        try:
+            return arrow(con, _compile.domain_paths(hierarchy[j], sql, types))
+        except duckdb.Error:  # only a hint: a domain that cannot be read says nothing
+            return None
+
+    chains = [list(c) for c in hierarchy]
+    if index >= len(chains) or [c.lower() for c in chains[index]] != [c.lower() for c in chain]:
+        chains, index = [list(chain)], 0
+    return reversal_hint(paths, index, chains, read)

@@ -12,46 +12,45 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
+from ..._coc_request import CountOfCountsRequest
+from ..._errors import DomainError, InputDataError, InternalError, SpecError
 from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.cells import LeafCells
+from ...core.coc import CocLevel, Histograms
 from ...core.domains import unwrap
-from ...core.features import FeatureSpec, Lattice
-from ...core.spec import TreeSpec
+from ...core.features import Lattice
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
+from ..checks import check_domain_not_input, check_not_aggregated
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
 from .catalog import (
     Source,
-    TableRef,
     Target,
     check_domain_types,
     check_ledger_writable,
     check_scalar_type,
     count_column,
     drop_temp,
-    home_database,
     join_type,
-    reads_view,
     resolve_source,
     resolve_target,
+    type_family,
 )
+from .count_of_counts import CocEngine
 from .domain import CodedChain, build_chain, chain_source
 from .ledger import (
-    LIBRARY_TABLES,
     ReleaseRecord,
     check_budget,
-    is_library_name,
-    stored_budgets,
 )
 from .scan import scan
 from .sql import arrow, run
+from .targets import check_targets
 from .write import begin_transaction, write_release
 
 __all__ = ["DuckDBEngine", "check_targets"]
@@ -63,9 +62,12 @@ class DuckDBEngine:
     Use it as a context manager: leaving it drops every temporary object the release made.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, request: ReleaseRequest) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, request: ReleaseRequest | CountOfCountsRequest
+    ) -> None:
         self.con = con
-        self.request = request
+        self._request = request
+        self._coc: CocEngine | None = None  # the stages of a count-of-counts release
         self.names = _compile.TempNames(f"__inftda_{uuid.uuid4().hex[:12]}_")
         self._sources: list[Source] = []
         self._input: Source | None = None
@@ -95,6 +97,13 @@ class DuckDBEngine:
         self.close()
 
     @property
+    def request(self) -> ReleaseRequest:
+        """The request of a hierarchy or feature release."""
+        if not isinstance(self._request, ReleaseRequest):
+            raise InternalError("a hierarchy or feature stage ran on a count-of-counts release")
+        return self._request
+
+    @property
     def domain_description(self) -> str:
         return "; ".join(self._domain_desc)
 
@@ -103,7 +112,7 @@ class DuckDBEngine:
         """The input for the ledger: a file's resolved path (or glob), else its name as given."""
         if self._input is not None and self._input.resolved.files:
             return self._input.resolved.spelling
-        return self.request.input_description
+        return self._request.input_description
 
     @property
     def input(self) -> Source:
@@ -161,24 +170,19 @@ class DuckDBEngine:
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that reads what the input reads (the same table or file) would take the
         categories from the private data while the release is recorded as private: refused."""
-        private = {k.lower() for k in self.input.resolved.keys}
-        for c, dom in enumerate(self._domains):
-            shared = [k for k in dom.resolved.keys if k.lower() in private]
-            if shared:
-                raise DomainError(
-                    f"the {self._domain_role(c)} ({dom.description}) reads {shared[0]}, which the "
-                    "input reads too: its categories would come from the private data. Pass the "
-                    "PUBLIC geography, or ",
-                    Arg("domain_from_data", True),
-                    " (recorded as not private)",
-                    param="domain",
-                )
+        check_domain_not_input(
+            self.input.resolved.keys,
+            [
+                (self._domain_role(c), dom.description, dom.resolved.keys)
+                for c, dom in enumerate(self._domains)
+            ],
+        )
 
     def _domain_role(self, index: int) -> str:
-        spec, domains = self.request.spec, self.request.domains or []
-        if isinstance(spec, FeatureSpec):  # a feature release: the tables of a product
-            return f"domain table {index + 1}" if len(domains) > 1 else "domain"
-        return f"domain of chain {index + 1}" if len(spec.chains) > 1 else "domain"
+        req = self.request
+        if req.kind == "features":  # a feature release: the tables of a product
+            return f"domain table {index + 1}" if len(req.domains or []) > 1 else "domain"
+        return f"domain of chain {index + 1}" if len(req.tree.chains) > 1 else "domain"
 
     def _check_targets(self) -> None:
         """The output and its levels view must not be the input, a table it reads, a domain
@@ -204,6 +208,7 @@ class DuckDBEngine:
                 raise SpecError(
                     f"count column {req.count!r} is also a hierarchy column", param="count"
                 )
+        self._check_not_aggregated(spec.columns)
         for c, chain in enumerate(spec.chains):
             role = self._domain_role(c)
             if req.domains is None:
@@ -228,6 +233,22 @@ class DuckDBEngine:
                 ]
             )
 
+    def _check_not_aggregated(self, used: Sequence[str]) -> None:
+        """Refuse an input that looks pre-aggregated when no count column was given: from its
+        schema only, before any noise (:func:`..checks.check_not_aggregated`)."""
+        req, inp = self.request, self.input
+        check_not_aggregated(
+            [
+                (inp.names[k], t)
+                for k, t in inp.columns.items()
+                if type_family(t) in ("integer", "fractional")
+            ],
+            [*used, *([req.privacy_unit] if req.privacy_unit else [])],
+            count=req.count,
+            microdata=req.microdata,
+            description=f"the input {inp.description}",
+        )
+
     def code_domains(self) -> list[ChainTree]:
         spec, req = self.request.tree, self.request
         self._coded = []
@@ -243,6 +264,7 @@ class DuckDBEngine:
                 self._domain_role(c),
                 spec.chains,
                 source=source,
+                domains=list(zip(self._domain_sql, self._domain_types, strict=True)),
                 definitions=(
                     ()
                     if source is None
@@ -373,6 +395,7 @@ class DuckDBEngine:
             self._count, self._count_is_integer = count_column(inp, req.count)
             if req.count.lower() in {c.lower() for c in spec.leaf.columns}:
                 raise SpecError(f"count column {req.count!r} is also a leaf column", param="count")
+        self._check_not_aggregated(spec.columns)
         if req.domains is None:
             for col in spec.columns:
                 inp.column(col, "feature column (the domain is taken from the data)")
@@ -436,7 +459,7 @@ class DuckDBEngine:
             budget_override=req.budget_override,
         )
 
-    def read_features_output(self) -> pa.Table:
+    def released_features(self, lattice: Lattice) -> pa.Table:
         """The released leaf table of a feature release as written (after :meth:`write_features`),
         for ``return_as=``."""
         if self._output is None:
@@ -445,11 +468,47 @@ class DuckDBEngine:
             self.con, _compile.feature_read_back(self.request.features, self._output.ref.sql)
         )
 
+    # --- count-of-counts releases (:mod:`.count_of_counts`) -------------------------------------
+
+    def _counts(self) -> CocEngine:
+        if self._coc is None:
+            if not isinstance(self._request, CountOfCountsRequest):
+                raise InternalError("a count-of-counts stage ran on another kind of release")
+            self._coc = CocEngine(self.con, self._request)
+        return self._coc
+
+    @property
+    def groups_description(self) -> str:
+        return self._counts().groups_description
+
+    def prepare_count_of_counts(self) -> str | None:
+        """Resolve every name, refuse outputs that would destroy what the release reads, and
+        check the budget of every base table the input reads: before any work."""
+        coc = self._counts()
+        coc.prepare()
+        return coc.check_budget(coc.request.budget, override=coc.request.budget_override)
+
+    def resolve_groups(self) -> None:
+        self._counts().resolve()
+
+    def code_groups(self) -> tuple[ChainTree, I64]:
+        return self._counts().domain()
+
+    def coc_counts(self, max_size: int | None) -> tuple[list[CocLevel], int]:
+        return self._counts().scan(max_size=max_size)
+
+    def write_count_of_counts(self, leaves: Histograms, record: ReleaseRecord) -> ReleaseRecord:
+        coc = self._counts()
+        req = coc.request
+        return coc.write(leaves, record, budget=req.budget, override=req.budget_override)
+
     def close(self) -> None:
         """Drop every temporary object of the release. Ctrl-C waits for it (a half-done cleanup
         would leave objects behind, and DuckDB would report the interrupt as an error that the
         cleanup ignores)."""
         with critical():
+            if self._coc is not None:
+                self._coc.close()
             self._drop_temporaries()
 
     def _drop_temporaries(self) -> None:
@@ -457,81 +516,15 @@ class DuckDBEngine:
             drop_temp(self.con, src)
         with contextlib.suppress(duckdb.Error):
             run(self.con, _compile.drop_temp_table(self.names.leaf))
-        spec = self.request.spec
-        n_chains = len(spec.chains) if isinstance(spec, TreeSpec) else 0
-        n_parts = len(self._domains) if isinstance(spec, FeatureSpec) else 0
+        # what may be registered: a code table per chain (resolved before it is coded), a table
+        # per part of a product domain (features); unregistering another name does nothing
         for registered in [
             self.names.released,
-            *(self.names.codes(c) for c in range(n_chains)),
-            *(self.names.part(t) for t in range(n_parts)),
+            *(self.names.codes(c) for c in range(len(self._domain_sql))),
+            *(self.names.part(t) for t in range(len(self._domains))),
         ]:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(registered)
-
-
-def check_targets(
-    con: duckdb.DuckDBPyConnection,
-    named: Sequence[tuple[Source, str]],
-    targets: Sequence[Target | None],
-    *,
-    overwrite: bool,
-) -> None:
-    """The outputs (``targets``) must not be one of the ``named`` sources (with their roles), a
-    table they read (or a view they read), or a name the library owns; an existing one needs
-    ``overwrite``, and one that holds a privacy budget (private data under accounting) is never
-    replaced, even with ``overwrite``. Used by every kind of release."""
-    protected: list[tuple[TableRef, str]] = []
-    budgets: set[str] | None = None
-    for src, role in named:
-        if src.resolved.ref is not None:
-            protected.append((src.resolved.ref, role))
-        protected += [(t, f"a table {role} reads") for t in src.resolved.reads]
-    for target in targets:
-        if target is None:
-            continue
-        if is_library_name(target.ref.name):
-            raise SpecError(
-                f"{target.spelling!r} is a name inftda_sql keeps for its own bookkeeping "
-                f"({', '.join(LIBRARY_TABLES)} and names starting with __inftda); choose "
-                "another ",
-                Arg("output"),
-                param="output",
-            )
-        for ref, role in protected:
-            if target.ref.same(ref):
-                raise SpecError(
-                    f"{target.spelling!r} is {role} ({ref}); writing the release there would "
-                    "destroy what it reads: choose another ",
-                    Arg("output"),
-                    param="output",
-                )
-        if target.existing == "table":
-            if budgets is None:
-                budgets = set(stored_budgets(con))
-            if target.ref.key(home_database(con)).lower() in budgets:
-                raise SpecError(
-                    f"{target.spelling!r} ({target.ref}) has a privacy budget (set_budget): it "
-                    "holds private data, and a release never replaces it, even with overwrite; "
-                    "choose another ",
-                    Arg("output"),
-                    param="output",
-                )
-        if target.existing is not None and not overwrite:
-            raise OutputExistsError(
-                f"{target.spelling!r} already exists; pass ",
-                Arg("overwrite", True),
-                " to replace it or choose another ",
-                Arg("output"),
-                " name",
-                param="output",
-            )
-        if target.existing == "view" and reads_view(con, target.ref, [src.sql for src, _ in named]):
-            raise SpecError(
-                f"{target.spelling!r} is a view that the input or a domain reads; replacing "
-                "it would change what they read: choose another ",
-                Arg("output"),
-                param="output",
-            )
 
 
 def _lexsorted(columns: list[I64]) -> bool:

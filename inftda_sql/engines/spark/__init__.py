@@ -10,7 +10,10 @@ Its rooms, in the order a release walks through them:
 * ``topdown.py``: the TopDown pass in Spark's tasks: blocks of parents co-grouped with their
   true counts, noise and IntOpt vectorised per block (``applyInArrow``), the survivors of each
   level written once;
-* ``write.py`` and ``ledger.py``: the released table and its levels view, then the ledger row.
+* ``write.py`` and ``ledger.py``: the released table and its levels view, then the ledger row
+  (the ledger and budgets: a folder of small files that outlives sessions);
+* ``workers.py``: before any data is read, one tiny job that checks the Python workers import this
+  package at this version; a warning for a slow shuffle setting.
 
 ``engine.py`` (:class:`~.engine.SparkEngine`) strings them together behind
 :class:`inftda_sql.engines.Engine`; :func:`inftda_sql.spark.release` is the entry point.

@@ -5,22 +5,32 @@ names case-insensitively by default, as DuckDB does) and, for a table of the cat
 name (``catalog.database.table``): the key a budget is stored under and the ledger charges.
 The column checks here (scalar types, a numeric count, joinable domain types) say the same as
 the DuckDB engine's, in Spark's type names.
+
+:func:`base_tables` says what a DataFrame reads, from Spark's analyzed plan (views, temporary
+and global views, subqueries and CTEs unfolded): the catalog tables and files at its leaves. The
+domain-vs-input check and the budgets look at these, never at the name a source was given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from ..._errors import DomainError, InftdaError, InputDataError
+from ..._errors import DomainError, InftdaError, InputDataError, SpecError
 from ..._frames import mapping_table
 
 __all__ = [
+    "BaseTables",
     "SparkSource",
+    "base_tables",
     "check_domain_types",
     "check_scalar_type",
     "count_column",
@@ -46,6 +56,146 @@ def full_name(spark: SparkSession, name: str) -> str | None:
         return None
     parts = [table.catalog or "", *(table.namespace or []), table.name]
     return ".".join(p for p in parts if p)
+
+
+#: leaves of an analyzed plan that read no stored data (a CTE's definition is walked where it
+#: is defined)
+_DATA_FREE = frozenset({"OneRowRelation", "Range", "CTERelationRef"})
+
+
+@dataclass(frozen=True)
+class BaseTables:
+    """What a DataFrame reads, from the leaves of its analyzed plan.
+
+    ``tables`` are the catalog tables read (``catalog.database.table`` as Spark's catalog spells
+    them, the keys budgets are stored under), ``paths`` the absolute paths (a local path, or the
+    URI of a remote one) of files and folders read by path rather than through a table,
+    ``files`` every data file read (a table's too), ``views`` the views passed through, and
+    ``outside`` the plan leaves that read rows from neither (a local or in-memory DataFrame, an
+    RDD, a JDBC relation), by node name.
+    """
+
+    tables: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    views: tuple[str, ...] = ()
+    outside: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """What a release of this source is charged to: its tables, then the paths it reads."""
+        return self.tables + self.paths
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Everything that identifies the stored data read: tables, paths, then data files (a
+        table and a path read the same data when they share a file)."""
+        return self.tables + self.paths + self.files
+
+
+def _seq(seq: Any) -> Iterator[Any]:
+    """The elements of a Scala ``Seq`` held through py4j."""
+    for i in range(seq.size()):
+        yield seq.apply(i)
+
+
+def _option(opt: Any) -> Any:
+    return opt.get() if opt.isDefined() else None
+
+
+def _local(uri: str) -> str:
+    """A local ``file:`` URI as an absolute path (symbolic links followed, as the DuckDB engine
+    names files); any other URI as it is."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("", "file"):
+        return os.path.realpath(unquote(parts.path))
+    return uri
+
+
+def _identifier(ident: Any) -> str:
+    """``catalog.database.table`` of a v1 ``TableIdentifier`` (a temporary view: its name)."""
+    database = _option(ident.database())
+    if database is None:
+        return str(ident.table())
+    catalog = _option(ident.catalog()) or "spark_catalog"
+    return f"{catalog}.{database}.{ident.table()}"
+
+
+def _v2_identifier(node: Any) -> str | None:
+    ident, catalog = _option(node.identifier()), _option(node.catalog())
+    if ident is None or catalog is None:
+        return None
+    return ".".join([str(catalog.name()), *(str(p) for p in ident.namespace()), str(ident.name())])
+
+
+def _file_index(obj: Any, method: str) -> Any:
+    """``obj.method()`` when ``obj`` (a JVM object) has that method, else None."""
+    try:
+        return getattr(obj, method)()
+    except Py4JError:
+        return None
+
+
+def base_tables(df: DataFrame) -> BaseTables:
+    """The catalog tables, files, and views ``df`` reads (see :class:`BaseTables`): the leaves
+    of its analyzed plan (``LogicalRelation``, ``HiveTableRelation``, ``DataSourceV2Relation``)
+    and the views on the way, every subquery included. Reads no data: the plan is analysed when
+    the DataFrame is made, and a file index lists its files once."""
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+    except AttributeError:  # pragma: no cover - Spark Connect keeps the plan on the server
+        raise SpecError(
+            "the Spark engine reads the plan of its inputs to find the tables they read, which a "
+            "Spark Connect session does not expose; use a classic SparkSession"
+        ) from None
+    tables: dict[str, str] = {}
+    paths: dict[str, None] = {}
+    files: dict[str, None] = {}
+    views: dict[str, None] = {}
+    outside: set[str] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        kind = str(node.nodeName())
+        children = [*_seq(node.children()), *_seq(node.subqueries())]
+        stack.extend(children)
+        if kind == "View":
+            ident = node.desc().identifier()
+            if node.isTempView():  # a temporary (or global temporary) view: as it is named
+                name = ".".join([*filter(None, [_option(ident.database())]), str(ident.table())])
+            else:
+                name = _identifier(ident)
+            views.setdefault(name, None)
+        if children or kind in _DATA_FREE:
+            continue
+        key: str | None = None
+        index: Any = None
+        if kind == "LogicalRelation":
+            table = _option(node.catalogTable())
+            key = None if table is None else _identifier(table.identifier())
+            index = _file_index(node.relation(), "location")  # a HadoopFsRelation
+        elif kind == "HiveTableRelation":
+            key = _identifier(node.tableMeta().identifier())
+        elif kind == "DataSourceV2Relation":
+            key = _v2_identifier(node)
+            index = _file_index(node.table(), "fileIndex")  # a file source, v2 API
+        if key is not None:
+            tables.setdefault(key.lower(), key)
+        if index is not None:
+            if key is None:
+                for root in _seq(index.rootPaths()):
+                    paths.setdefault(_local(str(root.toString())), None)
+            for f in index.inputFiles():  # a Java array
+                files.setdefault(_local(str(f)), None)
+        elif key is None:
+            outside.add(kind)
+    return BaseTables(
+        tuple(sorted(tables.values(), key=str.lower)),
+        tuple(sorted(paths)),
+        tuple(sorted(files)),
+        tuple(sorted(views)),
+        tuple(sorted(outside)),
+    )
 
 
 @dataclass(frozen=True)

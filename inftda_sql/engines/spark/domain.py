@@ -17,9 +17,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..._errors import DomainError
+from ..._errors import DomainError, Part
 from ...core.tree import ChainTree, code_paths
-from ..checks import check_domain_paths
+from ..checks import check_domain_paths, reversal_hint
 from .catalog import quote
 
 __all__ = ["CodedChain", "build_chain", "depth_code"]
@@ -54,8 +54,14 @@ def build_chain(
     chain: Sequence[str],
     types: Sequence[T.DataType],
     role: str,
+    hierarchy: Sequence[Sequence[str]] = (),
+    domains: Sequence[DataFrame] = (),
 ) -> CodedChain:
-    """Validate and code one chain's domain (``domain`` has the chain's columns)."""
+    """Validate and code one chain's domain (``domain`` has the chain's columns).
+
+    ``hierarchy`` and ``domains`` (every chain and its domain, with its columns) let a domain
+    that is not nested because its chain was given fine to coarse suggest the hierarchy to type
+    instead, every chain given fine to coarse reversed."""
     casts = [F.col(quote(c)).try_cast(t).alias(c) for c, t in zip(chain, types, strict=True)]
     lost = [
         F.sum((F.col(quote(c)).isNotNull() & F.col(quote(c)).try_cast(t).isNull()).cast("long"))
@@ -72,7 +78,19 @@ def build_chain(
     paths = paths.sort_by([(c, "ascending") for c in chain])
     coded = code_paths(paths)
     if coded.tree is None:
-        _nesting_error(coded.paths, chain, coded.not_nested or 2, role)
+        chains = [list(c) for c in hierarchy] or [list(chain)]
+        at = index if index < len(chains) and chains[index] == list(chain) else 0
+        if chains[at] != list(chain):
+            chains, at = [list(chain)], 0
+
+        def read(j: int) -> pa.Table | None:
+            if j >= len(domains):
+                return None
+            table = domains[j].select(*[quote(c) for c in chains[j]]).distinct().toArrow()
+            return pa.table(table.columns, names=chains[j])
+
+        hint = reversal_hint(coded.paths, at, chains, read)
+        _nesting_error(coded.paths, chain, coded.not_nested or 2, role, hint)
     assert coded.tree is not None
     table = coded.paths
     for d, code in enumerate(coded.codes, start=1):
@@ -80,7 +98,9 @@ def build_chain(
     return CodedChain(coded.tree, spark.createDataFrame(table))
 
 
-def _nesting_error(paths: pa.Table, chain: Sequence[str], depth: int, role: str) -> None:
+def _nesting_error(
+    paths: pa.Table, chain: Sequence[str], depth: int, role: str, hint: Sequence[Part] = ()
+) -> None:
     parents: dict[object, list[object]] = defaultdict(list)
     for parent, child in zip(
         paths.column(depth - 2).to_pylist(), paths.column(depth - 1).to_pylist(), strict=True
@@ -88,9 +108,15 @@ def _nesting_error(paths: pa.Table, chain: Sequence[str], depth: int, role: str)
         if parent not in parents[child]:
             parents[child].append(parent)
     value, (p1, p2) = next((v, ps[:2]) for v, ps in parents.items() if len(ps) > 1)
-    raise DomainError(
+    problem = (
         f"the {role} is not nested: {chain[depth - 1]}={value!r} is listed under "
-        f"{chain[depth - 2]}={p1!r} and {chain[depth - 2]}={p2!r}; every value must have one "
+        f"{chain[depth - 2]}={p1!r} and {chain[depth - 2]}={p2!r}; "
+    )
+    if hint:
+        raise DomainError(problem, *hint, param="hierarchy")
+    raise DomainError(
+        problem,
+        "every value must have one "
         f"parent (use codes unique across the whole domain, e.g. prefix {chain[depth - 1]} with "
-        f"its {chain[depth - 2]})"
+        f"its {chain[depth - 2]})",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from ..._errors import Arg, DomainError, InputDataError, OutputExistsError, SpecError
+from ..._errors import Arg, DomainError, InputDataError, SpecError
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
 from ...core.domains import match_columns, unwrap
@@ -19,21 +20,32 @@ from ...core.names import split_name
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
-from ..duckdb.ledger import is_library_name
+from ..checks import (
+    check_domain_not_input,
+    check_not_aggregated,
+    check_not_read,
+    check_not_reserved,
+    check_output_free,
+)
+from ..duckdb.ledger import LIBRARY_TABLES, is_library_name
 from ..records import ReleaseRecord
 from .catalog import (
+    BaseTables,
     SparkSource,
+    base_tables,
     check_domain_types,
     check_scalar_type,
     count_column,
     full_name,
     quote,
     resolve_source,
+    type_family,
 )
 from .domain import CodedChain, build_chain
-from .ledger import BUDGET_TABLE, LEDGER_TABLE, check_budget, namespace_of
+from .ledger import FileLedger, Reservation, open_ledger
 from .scan import level_counts, scan
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
+from .workers import check_workers, warn_slow_settings
 from .write import decode, with_base_tables, write_release
 
 __all__ = ["SparkEngine", "SparkResult", "sql_name"]
@@ -52,15 +64,24 @@ class SparkEngine:
 
     ``scratch`` is a folder every executor can write (HDFS, an object store, a shared disk; the
     warehouse by default) for the survivors of every level; it is removed when the release ends.
-    Use the engine as a context manager.
+    ``ledger`` is the ledger folder (:func:`~.ledger.ledger_location`). Use the engine as a
+    context manager.
     """
 
     def __init__(
-        self, spark: SparkSession, request: ReleaseRequest, *, scratch: str | None = None
+        self,
+        spark: SparkSession,
+        request: ReleaseRequest,
+        *,
+        scratch: str | None = None,
+        ledger: str | os.PathLike[str] | None = None,
     ) -> None:
         self.spark = spark
         self.request = request
         self.scratch = scratch_folder(spark, scratch)
+        self._ledger_given = ledger
+        self._ledger: FileLedger | None = None
+        self._reservation: Reservation | None = None
         self._input: SparkSource | None = None
         self._domains: list[SparkSource] = []
         self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
@@ -71,7 +92,8 @@ class SparkEngine:
         self._cells: DataFrame | None = None
         self._count: str | None = None
         self._count_is_integer = True
-        self._namespace = ""
+        self._reads = BaseTables()  # what the input reads
+        self._domain_reads: list[BaseTables] = []  # per chain: what its domain reads
 
     def __enter__(self) -> SparkEngine:
         return self
@@ -116,9 +138,17 @@ class SparkEngine:
     def _domain_role(self, chain: int) -> str:
         return f"domain of chain {chain + 1}" if len(self.request.tree.chains) > 1 else "domain"
 
+    @property
+    def ledger(self) -> FileLedger:
+        if self._ledger is None:
+            raise SpecError("the ledger is not open yet: call prepare() first")
+        return self._ledger
+
     def prepare(self) -> str | None:
         req = self.request
-        self._namespace = namespace_of(self.spark, self.output)
+        # before anything reads the data: the ledger can be written, the workers can run
+        self._ledger = open_ledger(self.spark, self._ledger_given)
+        check_workers(self.spark)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
         resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
         for c, given in enumerate(req.domains or ()):
@@ -132,33 +162,43 @@ class SparkEngine:
             self._domains.append(dom)
             self._columns.append(dict(columns))
         self._shared = [sum(d is dom for d in self._domains) for dom in self._domains]
+        # what each source reads, from Spark's analyzed plan (no data read)
+        self._reads = base_tables(self.input.df)
+        reads = {id(dom): base_tables(dom.df) for dom in resolved.values()}
+        self._domain_reads = [reads[id(dom)] for dom in self._domains]
         self._check_domains_are_not_the_input()
         self._check_targets()
-        inp = self.input
-        return check_budget(
-            self.spark,
-            self._namespace,
-            [inp.key] if inp.key else [],
-            None if inp.key else "a DataFrame",
+        keys, outside = self._charge()
+        note, self._reservation = self.ledger.reserve(
+            keys,
+            outside,
             req.budget,
             req.guarantee,
             override=req.budget_override,
         )
+        return note
+
+    def _charge(self) -> tuple[list[str], str | None]:
+        """The base tables (or files) the input reads, which its budget is charged to, and what
+        it reads from outside them (rows given in memory, an RDD, a JDBC source), or None."""
+        reads = self._reads
+        outside = None
+        if reads.outside:
+            what = ", ".join(reads.outside)
+            outside = f"read (partly) from outside the catalog's tables and files ({what})"
+        return list(reads.keys), outside
 
     def _check_domains_are_not_the_input(self) -> None:
-        """A domain that is the input table would take the categories from the private data
-        while the release is recorded as private: refused (as on DuckDB)."""
-        key = self.input.key
-        for c, dom in enumerate(self._domains):
-            if key is not None and dom.key is not None and dom.key.lower() == key.lower():
-                raise DomainError(
-                    f"the {self._domain_role(c)} ({dom.description}) is the input table {key}: "
-                    "its categories would come from the private data. Pass the PUBLIC "
-                    "geography, or ",
-                    Arg("domain_from_data", True),
-                    " (recorded as not private)",
-                    param="domain",
-                )
+        """A domain that reads what the input reads (a table, a file: through any view or
+        DataFrame) would take the categories from the private data while the release is
+        recorded as private: refused, as on DuckDB."""
+        check_domain_not_input(
+            self._reads.reads,
+            [
+                (self._domain_role(c), dom.description, self._domain_reads[c].reads)
+                for c, dom in enumerate(self._domains)
+            ],
+        )
 
     def _chain_source(self, c: int, chain: Sequence[str], role: str) -> SparkSource:
         """Chain ``c``'s domain read as the chain's columns: itself when it has them, else the
@@ -178,40 +218,29 @@ class SparkEngine:
         )
 
     def _check_targets(self) -> None:
+        """The output and its levels view must not be the input, a domain, a table or view
+        either reads, or a name the library owns; an existing one needs ``overwrite``."""
         req = self.request
-        named = [(self.input, "the input")]
-        named += [(d, f"the {self._domain_role(c)}") for c, d in enumerate(self._domains)]
+        named = [(self.input, self._reads, "the input")]
+        named += [
+            (d, self._domain_reads[c], f"the {self._domain_role(c)}")
+            for c, d in enumerate(self._domains)
+        ]
+        protected: list[tuple[str, str, str]] = []
+        for src, reads, role in named:
+            if src.key is not None:
+                protected.append((src.key.lower(), src.key, role))
+            protected += [(t.lower(), t, f"a table {role} reads") for t in reads.tables]
+            protected += [(v.lower(), v, f"a view {role} reads") for v in reads.views]
         for target in (req.output, req.levels_view):
             if target is None:
                 continue
-            if is_library_name(split_name(target)[-1]):
-                raise SpecError(
-                    f"{target!r} is a name inftda_sql keeps for its own bookkeeping "
-                    f"({LEDGER_TABLE}, {BUDGET_TABLE} and names starting with __inftda); choose "
-                    "another ",
-                    Arg("output"),
-                    param="output",
-                )
+            check_not_reserved(target, is_library_name(split_name(target)[-1]), LIBRARY_TABLES)
             key = full_name(self.spark, target)
             if key is None:
                 continue
-            for src, role in named:
-                if src.key is not None and src.key.lower() == key.lower():
-                    raise SpecError(
-                        f"{target!r} is {role} ({key}); writing the release there would "
-                        "destroy what it reads: choose another ",
-                        Arg("output"),
-                        param="output",
-                    )
-            if not req.overwrite:
-                raise OutputExistsError(
-                    f"{target!r} already exists; pass ",
-                    Arg("overwrite", True),
-                    " to replace it or choose another ",
-                    Arg("output"),
-                    " name",
-                    param="output",
-                )
+            check_not_read(target, key.lower(), protected)
+            check_output_free(target, True, req.overwrite)
 
     def resolve(self) -> None:
         req, spec, inp = self.request, self.request.tree, self.input
@@ -224,6 +253,17 @@ class SparkEngine:
                 raise SpecError(
                     f"count column {req.count!r} is also a hierarchy column", param="count"
                 )
+        check_not_aggregated(  # from the schema only, before any noise
+            [
+                (f.name, f.dataType.simpleString())
+                for f in inp.df.schema.fields
+                if type_family(f.dataType) in ("integer", "fractional")
+            ],
+            [*spec.columns, *([req.privacy_unit] if req.privacy_unit else [])],
+            count=req.count,
+            microdata=req.microdata,
+            description=f"the input {inp.description}",
+        )
         for c, chain in enumerate(spec.chains):
             role = self._domain_role(c)
             if req.domains is None:
@@ -247,12 +287,22 @@ class SparkEngine:
             types = [inp.types[col.lower()] for col in chain]
             frame = self._domain_frames[c].toDF(*chain)
             self._chains.append(
-                build_chain(self.spark, c, frame, chain, types, self._domain_role(c))
+                build_chain(
+                    self.spark,
+                    c,
+                    frame,
+                    chain,
+                    types,
+                    self._domain_role(c),
+                    spec.chains,
+                    [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)],
+                )
             )
         return [ch.tree for ch in self._chains]
 
     def scan(self) -> Scan:
         req = self.request
+        warn_slow_settings(self.spark, self.input.df)
         found, self._cells = scan(
             req.tree,
             self.input,
@@ -312,15 +362,15 @@ class SparkEngine:
         return self.spark.createDataFrame(table, schema=schema)
 
     def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
-        req, inp = self.request, self.input
-        note = check_budget(
-            self.spark,
-            self._namespace,
-            [inp.key] if inp.key else [],
-            None if inp.key else "a DataFrame",
+        req = self.request
+        keys, outside = self._charge()
+        note = self.ledger.check_budget(
+            keys,
+            outside,
             req.budget,
             req.guarantee,
             override=req.budget_override,
+            besides=self._reservation,
         )
         if note and note not in record.non_private:
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
@@ -332,11 +382,14 @@ class SparkEngine:
             output=sql_name(self.output),
             view=sql_name(req.levels_view) if req.levels_view else None,
             overwrite=req.overwrite,
-            namespace=self._namespace,
-            record=with_base_tables(record, [inp.key] if inp.key else []),
+            ledger=self.ledger,
+            reservation=self._reservation,
+            record=with_base_tables(record, keys),
         )
 
     def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.withdraw(self._reservation)  # recorded (the row names it) or not
         if self._cells is not None:
             with contextlib.suppress(Exception):
                 self._cells.unpersist()

@@ -4,8 +4,8 @@ The released leaves (a code per chain and a count) are decoded to the hierarchy 
 broadcast join with each chain's code table and saved as a table of the catalog (parquet in the
 warehouse unless the catalog says otherwise), so it joins with the geography like any table. The
 levels view (every level as sums of the leaves, ``GROUPING SETS``) follows, and the ledger row
-(with the content fingerprint of both, :mod:`.fingerprint`) is appended only after both are
-complete; if that append fails, the output and view are
+(with the content fingerprint of both, :mod:`.fingerprint`) is appended (to the ledger folder,
+:mod:`.ledger`) only after both are complete; if that append fails, the output and view are
 dropped again, so no release is visible without its row.
 """
 
@@ -22,7 +22,7 @@ from ..records import ReleaseRecord
 from . import fingerprint
 from .catalog import quote
 from .domain import CodedChain, depth_code
-from .ledger import append_release
+from .ledger import FileLedger, Reservation, register_views
 
 __all__ = ["decode", "levels_view_sql", "write_release"]
 
@@ -80,23 +80,27 @@ def write_release(
     output: str,
     view: str | None,
     overwrite: bool,
-    namespace: str,
+    ledger: FileLedger,
+    reservation: Reservation | None,
     record: ReleaseRecord,
 ) -> ReleaseRecord:
-    """Save the output table and its levels view, then append the ledger row."""
+    """Save the output table and its levels view, then append the ledger row (which names the
+    release's budget reservation, so the two are counted once)."""
     mode = "overwrite" if overwrite else "errorifexists"
     released.write.mode(mode).saveAsTable(output)
     try:
         if view is not None:
             spark.sql(levels_view_sql(spec, view, output))
-        written = [output] if view is None else [output, view]
-        record = dataclasses.replace(record, fingerprint=fingerprint.take(spark, written))
-        return append_release(spark, namespace, record)
+        made = [output] if view is None else [output, view]
+        record = dataclasses.replace(record, fingerprint=fingerprint.take(spark, made))
+        written = ledger.append_release(record, reservation)
     except BaseException:
         if view is not None:
             spark.sql(f"DROP VIEW IF EXISTS {view}")
         spark.sql(f"DROP TABLE IF EXISTS {output}")
         raise
+    register_views(spark, ledger)
+    return written
 
 
 def with_base_tables(record: ReleaseRecord, keys: Sequence[str]) -> ReleaseRecord:
