@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._errors import SpecError
-from ._evaluate import EVALUATION_COLUMNS, compared_cells
+from ._evaluate import EVALUATION_COLUMNS, Evaluation, compared_cells
 from ._interrupts import critical
 from ._recorded import truth_reading
 from .core.spec import parse_hierarchy
@@ -73,7 +73,9 @@ def _save(fig: Figure, path: str | Path) -> Path:
 
 
 def _as_table(evaluation: object) -> pa.Table:
-    if isinstance(evaluation, duckdb.DuckDBPyRelation):
+    if isinstance(evaluation, Evaluation):
+        table = evaluation.table
+    elif isinstance(evaluation, duckdb.DuckDBPyRelation):
         table = evaluation.to_arrow_table()
     elif isinstance(evaluation, pa.Table):
         table = evaluation
@@ -141,7 +143,7 @@ def plot_evaluation(
     Returns:
         The path of the PNG written.
     """
-    if isinstance(evaluation, (duckdb.DuckDBPyRelation, pa.Table)):
+    if isinstance(evaluation, (Evaluation, duckdb.DuckDBPyRelation, pa.Table)):
         evaluations = [evaluation]
     elif isinstance(evaluation, Sequence) and not isinstance(evaluation, str) and evaluation:
         evaluations = list(evaluation)

@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ._errors import SpecError
 from ._interrupts import Scope, settle_imports
 from ._pipeline import run_release
+from ._progress import reporter
 from ._request import ReleaseRequest
 from ._result import Release
 from .core.tree import LevelStats
@@ -60,7 +60,7 @@ def release(
     budget_override: bool = False,
     levels_view: bool = True,
     max_cells: int = DEFAULT_MAX_CELLS,
-    progress: Callable[[LevelStats], None] | None = None,
+    progress: Callable[[LevelStats], None] | bool | None = None,
     return_as: str | None = None,
     check_ancestors: str = "full",
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -160,7 +160,9 @@ def release(
         max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
             ``hierarchical``) or optimise over it (``cbdp``) refuse domains with more cells
             than this.
-        progress: called with each level's statistics as it completes.
+        progress: called with each level's statistics as it completes; ``True`` draws a
+            progress bar (tqdm: a widget in a notebook), ``False`` nothing; ``None`` (the
+            default) draws one when run in a Jupyter kernel with tqdm installed.
         timeout: seconds to keep retrying the write when other writers (threads releasing into
             the same database) change it at the same moment (default 30): the write is one
             transaction, retried with the same released cells and the budget checked again;
@@ -189,11 +191,6 @@ def release(
     """
     require_open(con, "release")
     t_start = time.perf_counter()
-    if progress is not None and not callable(progress):
-        raise SpecError(
-            f"progress must be a function of one level's statistics, got {progress!r}",
-            param="progress",
-        )
     request = ReleaseRequest.from_args(
         table,
         hierarchy=hierarchy,
@@ -227,8 +224,13 @@ def release(
     )
     timeout = check_timeout(timeout)
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
-    with Scope(), write_timeout(timeout):  # Ctrl-C after the commit waits for the cleanup
-        return _run(con, request, progress, t_start)
+    levels = getattr(request.spec, "n_levels", None)
+    with (
+        Scope(),
+        write_timeout(timeout),  # Ctrl-C after the commit waits for the cleanup
+        reporter(progress, None if levels is None else levels + 1) as report,
+    ):
+        return _run(con, request, report, t_start)
 
 
 def _run(

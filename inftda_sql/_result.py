@@ -169,7 +169,7 @@ class Release:
         return self.error_bounds is not None and self.error_bounds.analysis is not None
 
     def _level_rows(self) -> list[tuple[str, ...]]:
-        return [
+        rows: list[tuple[str, ...]] = [
             (
                 str(lv.level),
                 lv.name,
@@ -182,9 +182,12 @@ class Release:
             )
             for lv in self.levels
         ]
+        if self.kind == "features":  # features have no parents: no such column
+            return [row[:3] + row[4:] for row in rows]
+        return rows
 
     _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s*")
-    _FEATURE_HEADER = ("query", "name", "noise sd", "-", "noised", "kept", "s*")
+    _FEATURE_HEADER = ("query", "name", "noise sd", "noised", "kept", "s*")
 
     @property
     def _header(self) -> tuple[str, ...]:

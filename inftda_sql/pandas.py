@@ -6,7 +6,7 @@ distinct_tuples)``. :func:`inf_tda` takes the same arguments and returns the sam
 Series of the positive released cells indexed like ``data``, but runs on this package's engine
 (an in-memory DuckDB), accounting (:mod:`inftda_sql.core.accounting`: the sensitivity table as
 the paper defines it, the tight (epsilon, delta) conversion by default) and CSPRNG noise. The
-README's "Migrating from inf-tda" lists every difference.
+documentation's "Migrating from inf-tda" (``docs/how-to/inf-tda.md``) lists every difference.
 
 How the Series reaches the engine, without a Python loop: the index's levels are ranked in
 sorted order and every path gets a mixed-radix key (one multiply-add per level); the key of a

@@ -462,8 +462,8 @@ def register(con: duckdb.DuckDBPyConnection) -> tuple[SqlFunction, ...]:
 
     They are building blocks: a SQL user who composes them is responsible for the privacy
     accounting (sensitivity, composition of every query's rho, a public domain of children,
-    post-processing only), and nothing they do is recorded in the ledger. See the README's
-    "Building blocks in SQL".
+    post-processing only), and nothing they do is recorded in the ledger. See
+    "The building blocks in SQL" (``docs/how-to/sql-building-blocks.md``).
 
     Args:
         con: an open DuckDB connection (read-only connections work too).
