@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     )
     from ._evaluate import evaluate, evaluate_count_of_counts
     from ._planning import Plan, plan
-    from ._plot import plot_evaluation, plot_zoom
+    from ._plot import plot_bounds, plot_evaluation, plot_zoom
     from ._publish import publish
     from ._release import Release, release
     from .core.accounting import Accounting, Budget
@@ -96,7 +96,7 @@ _HOMES = {
     ),
     "._evaluate": ("evaluate", "evaluate_count_of_counts"),
     "._planning": ("Plan", "plan"),
-    "._plot": ("plot_evaluation", "plot_zoom"),
+    "._plot": ("plot_bounds", "plot_evaluation", "plot_zoom"),
     "._publish": ("publish",),
     "._release": ("Release", "release"),
     ".core.accounting": ("Accounting", "Budget"),
@@ -131,6 +131,7 @@ __all__ = [
     "intopt",
     "ledger",
     "plan",
+    "plot_bounds",
     "plot_evaluation",
     "plot_zoom",
     "publish",

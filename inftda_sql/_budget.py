@@ -35,6 +35,7 @@ from .engines.duckdb.catalog import (
     resolve_files,
     split_name,
 )
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.ledger import (
     BUDGET_TABLE,
     LIBRARY_TABLES,
@@ -89,6 +90,7 @@ def set_budget(
         >>> round(set_budget(con, "trips", epsilon=2.0, delta=1e-8).rho, 4)
         0.0639
     """
+    require_open(con, "set_budget")
     keys = budget_keys(con, table)
     budget = Budget.from_args(rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
     with atomic(con, "the budget change"):
@@ -258,6 +260,7 @@ def ledger(con: duckdb.DuckDBPyConnection, *, include_diagnostics: bool = False)
         >>> print(ledger(duckdb.connect()))
         no releases recorded
     """
+    require_open(con, "ledger")
     releases = [(r if include_diagnostics else r.public()).values() for r in read_releases(con)]
     found = [(c.keys or (c.input_table,), c.rho, c.guarantee) for c in charges(con)]
     return Ledger(releases=releases, inputs=summarize(found, stored_budgets(con)))

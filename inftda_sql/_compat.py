@@ -25,6 +25,7 @@ from typing import NoReturn
 import duckdb
 
 from ._errors import Arg, InputDataError, SpecError
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.sql import render, rows
 from .engines.duckdb.write import check_timeout
 
@@ -232,6 +233,7 @@ def storage_version(con: duckdb.DuckDBPyConnection, database: str | None = None)
     every DuckDB from 1.0 on opens, ``"v2.0.0"`` for DuckDB 2.0's own format. ``database`` is
     the name of an attached database (default: the current one).
     """
+    require_open(con, "storage_version")
     return _read_storage_version(con, database)
 
 

@@ -21,6 +21,7 @@ from ._coc_request import DEFAULT_MAX_SIZE_SHARE, CountOfCountsRequest
 from ._pipeline import run_release
 from ._result import CountOfCountsRelease
 from .core.coc import DEFAULT_CHUNK, CocLevelStats
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.duckdb.write import DEFAULT_TIMEOUT, check_timeout, write_timeout
 
@@ -118,6 +119,7 @@ def release_count_of_counts(
         >>> con.execute("SELECT * FROM persons_count_of_counts").fetchall()
         [('A', 'a1', 1, 1), ('A', 'a1', 2, 1), ('A', 'a2', 1, 1)]
     """
+    require_open(con, "release_count_of_counts")
     t_start = time.perf_counter()
     timeout = check_timeout(timeout)
     request = CountOfCountsRequest.from_args(

@@ -20,15 +20,18 @@ import pyarrow as pa
 
 from ._errors import Arg, InputDataError, SpecError
 from ._recorded import recorded_release, truth_reading
+from ._tables import html_table, text_table
 from .core.spec import TreeSpec, parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import Source, count_column, drop_temp, resolve_source, type_family
 from .engines.duckdb.compile import level_cell_columns
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.sql import arrow, ident, render
 
 __all__ = [
     "COC_EVALUATION_COLUMNS",
     "EVALUATION_COLUMNS",
+    "Evaluation",
     "compared_cells",
     "evaluate",
     "evaluate_count_of_counts",
@@ -50,6 +53,40 @@ EVALUATION_COLUMNS = (
 )
 
 
+class Evaluation:
+    """What :func:`evaluate` and :func:`evaluate_count_of_counts` return: a DuckDB relation
+    over a small in-memory table, printed in full.
+
+    It does what the relation does (``fetchall()``, ``columns``, ``project()``, ``df()``,
+    ``pl()``, ``to_arrow_table()``, ...: every other attribute is the relation's, which is also
+    :attr:`relation`), and it is an Arrow stream (``pa.table(ev)``; DuckDB and polars read it
+    as one). Printed (``print(ev)``, a notebook cell) it shows every column, where DuckDB's own
+    display drops columns that do not fit the terminal.
+    """
+
+    def __init__(self, relation: duckdb.DuckDBPyRelation, table: pa.Table) -> None:
+        self.relation = relation
+        self.table = table
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.relation, name)
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.table.__arrow_c_stream__(requested_schema)
+
+    def _rows(self) -> list[tuple[object, ...]]:
+        return [tuple(row.values()) for row in self.table.to_pylist()]
+
+    def __str__(self) -> str:
+        return "\n".join(text_table(self.table.column_names, self._rows(), left=1))
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.table.column_names, self._rows())
+
+
 def evaluate(
     con: duckdb.DuckDBPyConnection,
     truth: str | duckdb.DuckDBPyRelation | pa.Table | Any,
@@ -60,7 +97,7 @@ def evaluate(
     tree: str | None = None,
     count: str | None = None,
     released_count: str = "count",
-) -> duckdb.DuckDBPyRelation:
+) -> Evaluation:
     """Per-level accuracy of a released table against the true data (NOT PRIVATE).
 
     **Outside the privacy boundary.** Evaluation reads the TRUE data, so its results are as
@@ -90,7 +127,8 @@ def evaluate(
         released_count: the count column of ``released``.
 
     Returns:
-        A relation with one row per level, ordered by level: ``level``, ``level_name``,
+        An :class:`Evaluation` (a relation, printed with all its columns) with one row per
+        level, ordered by level: ``level``, ``level_name``,
         ``cells_true`` (cells with a true count > 0), ``cells_released`` (released count > 0),
         ``max_abs_error`` and ``mean_abs_error`` (over the union of cells),
         ``false_discovery_rate`` (share of released cells > 0 whose true count is 0; 0 when
@@ -114,6 +152,7 @@ def evaluate(
         >>> ev.project("level, level_name, cells_true, max_abs_error").fetchall()
         [(0, 'root', 1, 0), (1, 'region', 2, 0), (2, 'city', 2, 0)]
     """
+    require_open(con, "evaluate")
     recorded = recorded_release(con, released)
     if hierarchy is None:
         if recorded is None or recorded.hierarchy is None:
@@ -137,7 +176,8 @@ def evaluate(
         same.check_total(table.column("total_true")[levels.index(0)].as_py() or 0, count)
     names = pa.array([spec.level_name(lv) for lv in range(spec.n_levels + 1)], pa.string())
     table = table.add_column(1, "level_name", names)
-    return con.from_arrow(table.select(list(EVALUATION_COLUMNS)))
+    table = table.select(list(EVALUATION_COLUMNS))
+    return Evaluation(con.from_arrow(table), table)
 
 
 @contextlib.contextmanager
@@ -217,7 +257,7 @@ def evaluate_count_of_counts(
     groups_column: str = "groups",
     released_size: str = "size",
     released_groups: str = "groups",
-) -> duckdb.DuckDBPyRelation:
+) -> Evaluation:
     """Earthmover's distance of a count-of-counts release per level (NOT PRIVATE).
 
     **Outside the privacy boundary**: it reads the true persons table; for the data owner.
@@ -255,6 +295,7 @@ def evaluate_count_of_counts(
         ...     hierarchy=["state", "county"]).project("level, mean_emd").fetchall()
         [(0, 1.0), (1, 1.0), (2, 0.5)]
     """
+    require_open(con, "evaluate_count_of_counts")
     if group is None or hierarchy is None:
         recorded = recorded_release(con, released)
         if recorded is None or recorded.kind != "count_of_counts":
@@ -305,4 +346,5 @@ def evaluate_count_of_counts(
     names = ["root", *chain]
     levels = table.column("level").to_pylist()
     table = table.add_column(1, "level_name", pa.array([names[lv] for lv in levels], pa.string()))
-    return con.from_arrow(table.select(list(COC_EVALUATION_COLUMNS)))
+    table = table.select(list(COC_EVALUATION_COLUMNS))
+    return Evaluation(con.from_arrow(table), table)

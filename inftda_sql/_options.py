@@ -5,8 +5,8 @@ Every keyword option of :func:`inftda_sql.release` is one :class:`Option` of
 config may hold it, and which engines take it. From this one table are made: the ``release``
 command's flags (:func:`inftda_sql.cli.parse.build_parser`), the keys a TOML config may hold
 (:data:`inftda_sql.cli.parse.RELEASE_KEYS`), the turning of flags into keyword arguments
-(:func:`inftda_sql.cli.parse.release_options`) and the README's option table
-(:func:`markdown_table`). The Python signatures of ``release()`` and
+(:func:`inftda_sql.cli.parse.release_options`) and the option table of
+``docs/how-to/command-line.md`` (:func:`markdown_table`). The Python signatures of ``release()`` and
 ``inftda_sql.spark.release()`` stay spelled out for readers and type checkers; a test holds them
 equal to this table (names, order and defaults).
 
@@ -129,8 +129,8 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
            cli="false"),
     Option("max_cells", DEFAULT_MAX_CELLS, "limit of full-domain mechanisms",
            flag="--max-cells", value_type="int"),
-    Option("progress", None, "called with each level's statistics as it completes",
-           toml=False),
+    Option("progress", None, "called with each level's statistics as it completes; True: a "
+           "progress bar (tqdm; by itself in Jupyter when tqdm is installed)", toml=False),
     Option("return_as", None, "also return the released table in memory: arrow, pandas or "
            "polars", toml=False, engines=("duckdb",)),
     Option("check_ancestors", "full", "check the input's ancestor columns against the domain "
@@ -141,6 +141,9 @@ RELEASE_OPTIONS: tuple[Option, ...] = (
     Option("timeout", 30.0, "seconds to wait for other writers of the file (another program "
            "that has it open, or releases writing at the same moment) before giving up (default "
            "30; 0: fail at once)", flag="--timeout", value_type="float", engines=("duckdb",)),
+    Option("measurements", False, "also write every noisy value the TopDown mechanism drew, "
+           "before post-processing, as <output>_measurements (same transaction and ledger row; "
+           "no extra budget)", flag="--measurements", cli="true", engines=("duckdb",)),
     Option("scratch", None, "a folder every executor can write, for the survivors of each "
            "level (default: under the warehouse)", toml=False, engines=("spark",)),
     Option("ledger", None, "the folder of the ledger and budgets (default: the conf "
@@ -157,7 +160,8 @@ def options_for(engine: str) -> Iterator[Option]:
 
 
 def markdown_table() -> str:
-    """The README's table of release options (regenerate with ``python -m inftda_sql._options``).
+    """The table of release options of ``docs/how-to/command-line.md`` (regenerate with
+    ``python -m inftda_sql._options``).
 
     Example:
         >>> markdown_table().splitlines()[0]

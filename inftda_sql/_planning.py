@@ -11,14 +11,17 @@ Chebyshev distance at most ``|e_p| + max_i |eta_i|`` from the noisy children (th
 shifted by an offset of at most ``|e_p|`` are feasible), so a child's error is at most
 ``|e_p| + 2 max_i |eta_i|``. By induction the error at level l is at most
 ``2 (T_1 + ... + T_l)`` (plus ``T_0`` when the root is noised), where ``T_j`` bounds the largest
-noise of level j. The discrete Gaussian is sub-Gaussian: ``P(|Z| >= t) <= 2 exp(-t^2 / 2 s^2)``,
-so with a union bound over the ``n_j`` nodes of every level, ``T_j = s_j sqrt(2 ln(2 n_j L /
-beta))`` holds for all levels at once with probability at least ``1 - beta``. This is the
-paper's Theorem 4 (twice the Gaussian deviation per level, accumulated with depth).
+noise of level j: the smallest integer whose exact discrete Gaussian tail is at most
+``beta / (L n_j)``, a union bound over the ``n_j`` nodes of all ``L`` noised levels at once. This
+is the paper's Theorem 4 (twice the deviation per level, accumulated with depth) with the exact
+tail instead of the sub-Gaussian one; :mod:`inftda_sql.core.bounds` computes it, for plans and
+releases alike, so a plan and a release of the same domain and budget state the same bounds.
 
-**The simulation** runs the real TopDown engine (noise and IntOpt) on a random tree with the
-same number of nodes per level and a heavy-tailed synthetic count per leaf, and reports the
-median over runs of each level's maximum absolute error. It reads no private data.
+**The simulation** (:func:`inftda_sql.core.bounds.simulate`) runs the real TopDown engine (noise
+and IntOpt) on a random tree with the same number of nodes per level and a heavy-tailed
+synthetic count per leaf, and reports the median over runs of each level's maximum absolute
+error (and in :attr:`Plan.typical` the 90th percentiles and the per-cell errors). It reads no
+private data.
 """
 
 from __future__ import annotations
@@ -39,14 +42,13 @@ from ._errors import Arg, DomainError, SpecError
 from ._request import normalise_domains
 from ._tables import html_table, text_table
 from .core.accounting import Accounting, Budget, account
-from .core.arrays import I64
+from .core.bounds import Typical, error_bounds, simulate
 from .core.domains import unwrap
-from .core.rng import SeededSource
 from .core.spec import parse_hierarchy
-from .core.topdown import topdown
-from .core.tree import ChainTree, determined_levels
+from .core.tree import determined_levels
 from .engines.duckdb import compile as _compile
 from .engines.duckdb.catalog import drop_temp, resolve_source
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.domain import chain_source
 from .engines.duckdb.sql import rows
 
@@ -86,6 +88,7 @@ class Plan:
     simulations: int
     simulated_total: int
     root_noise_bound: float | None = None  # T_0 when the root is noised (unbounded DP, m > 1)
+    typical: Typical | None = None  # the simulation's medians and 90th percentiles
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +99,7 @@ class Plan:
             "simulations": self.simulations,
             "simulated_total": self.simulated_total,
             "levels": [lv.as_dict() for lv in self.levels],
+            "typical": None if self.typical is None else self.typical.as_dict(),
         }
 
     _HEADER = ("level", "nodes", "rho", "sigma", "error bound", "simulated max error")
@@ -212,6 +216,9 @@ def _domain_shape(
 
 
 def _t_factors(nodes: Sequence[int], beta: float) -> np.ndarray:
+    """Sub-Gaussian factors ``sqrt(2 ln(2 n L / beta))``: a smooth stand-in for ``T_l / sigma_l``
+    that the optimal split minimises over; the bounds a plan reports are the exact ones of
+    :func:`~inftda_sql.core.bounds.error_bounds`."""
     n_levels = len(nodes)
     return np.array([math.sqrt(2 * math.log(2 * n * n_levels / beta)) for n in nodes])
 
@@ -309,49 +316,15 @@ def _optimal_weights(
 
 def _simulate(
     nodes: Sequence[int], sigmas: Sequence[float], total: int, runs: int, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Median and worst (over runs) of each level's max abs error on a random tree."""
+) -> tuple[np.ndarray, np.ndarray, Typical]:
+    """Median and worst (over runs) of each level's max abs error on a random tree, and the
+    typical errors (:func:`~inftda_sql.core.bounds.simulate`, as a release computes them)."""
     if any(b < a for a, b in zip([1, *nodes[:-1]], nodes, strict=True)):
         raise SpecError(f"simulation needs non-decreasing node counts per level, got {list(nodes)}")
-    rng = np.random.default_rng(seed)  # synthetic data only: no private data, no release
-    parents: list[I64] = []
-    for above, here in zip([1, *nodes[:-1]], nodes, strict=True):
-        extra = rng.multinomial(here - above, np.full(above, 1.0 / above))
-        parents.append(np.repeat(np.arange(above, dtype=np.int64), 1 + extra))
-    chain = ChainTree.from_parents(parents)
-    spec = parse_hierarchy([f"level{i}" for i in range(1, len(nodes) + 1)])
-    leaf = rng.multinomial(total, rng.dirichlet(np.full(nodes[-1], 0.3))).astype(np.int64)
-    truth = [leaf]
-    for par in reversed(parents[1:]):
-        truth.insert(
-            0, np.bincount(par, weights=truth[0], minlength=par.max() + 1).astype(np.int64)
-        )
-
-    def true_level(level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
-        counts = truth[level - 1]
-        keys = np.flatnonzero(counts).astype(np.int64)
-        return keys, counts[keys]
-
-    errors = np.zeros((runs, len(nodes)))
-    for r in range(runs):
-        res = topdown(
-            spec,
-            [chain],
-            true_level,
-            [0.0, *sigmas] if len(sigmas) == len(nodes) else list(sigmas),
-            total,
-            source=SeededSource(seed + 1 + r),
-            threads=1,
-        )
-        released = np.zeros(nodes[-1], dtype=np.int64)
-        released[res.codes[0]] = res.counts
-        per_level = [released]
-        for par in reversed(parents[1:]):
-            per_level.insert(
-                0, np.bincount(par, weights=per_level[0], minlength=par.max() + 1).astype(np.int64)
-            )
-        errors[r] = [np.abs(a - b).max() for a, b in zip(per_level, truth, strict=True)]
-    return np.median(errors, axis=0), errors.max(axis=0)
+    out = simulate(nodes, sigmas, total, runs, seed, max_cells=1 << 62)
+    assert out is not None  # non-decreasing counts and runs >= 1
+    typical, maxima = out
+    return np.median(maxima, axis=0), maxima.max(axis=0), typical
 
 
 def plan(
@@ -404,6 +377,8 @@ def plan(
         >>> p.levels[0].bound < p.levels[1].bound < p.levels[2].bound
         True
     """
+    if con is not None:
+        require_open(con, "plan")
     if shape is not None and con is not None:
         raise SpecError(
             "pass shape= or con= with ", Arg("hierarchy"), " and ", Arg("domain"), ", not both"
@@ -475,12 +450,23 @@ def plan(
         weights = split
     acct = accounting(weights)
     sig = np.array(acct.level_sigma)
-    bounds = _bounds(sig, tfac, root_noised)
-    noise = sig * tfac  # T_l: the largest noise of each level, jointly w.p. 1 - beta
+    # the release's own bounds (InfTDA's analysis), from the same public parameters
+    exact = error_bounds(
+        "linf",
+        list(acct.level_names),
+        all_nodes,
+        list(acct.level_sigma),
+        beta=beta,
+        root_noised=root_noised,
+    )
+    bounds = np.array(exact.bound, dtype=float)
+    noise = np.array(exact.noise, dtype=float)  # T_l: the largest noise of each level, jointly
     sim_med = sim_max = None
+    typical = None
     if simulations:
-        med, worst = _simulate(nodes, list(acct.level_sigma), total, simulations, seed)
-        sim_med, sim_max = med, worst
+        sim_med, sim_max, typical = _simulate(
+            nodes, list(acct.level_sigma), total, simulations, seed
+        )
     off = 1 if root_noised else 0
     levels = tuple(
         PlanLevel(
@@ -504,6 +490,7 @@ def plan(
         simulations=simulations,
         simulated_total=total if simulations else 0,
         root_noise_bound=float(noise[0]) if root_noised else None,
+        typical=typical,
     )
 
 

@@ -1,9 +1,12 @@
-"""Pictures of a release's accuracy: per-level metrics and the "zoom" scatter of every level.
+"""Pictures of a release's accuracy: per-level metrics and the "zoom" scatter of every level,
+and the error bounds of a release.
 
-Both read evaluation results, which are computed from the TRUE data: like :func:`evaluate`,
-they are for the data owner and are not to be published. matplotlib is an optional dependency
-(``pip install 'inftda-sql[plot]'``), imported only when a function here is called; figures are
-drawn on an explicit Agg canvas, so no global pyplot state or GUI backend is touched.
+The first two read evaluation results, which are computed from the TRUE data: like
+:func:`evaluate`, they are for the data owner and are not to be published. :func:`plot_bounds`
+reads only the levels view (released counts and public bounds): it may be published.
+matplotlib is an optional dependency (``pip install 'inftda-sql[plot]'``), imported only when a
+function here is called; figures are drawn on an explicit Agg canvas, so no global pyplot state
+or GUI backend is touched.
 """
 
 from __future__ import annotations
@@ -18,18 +21,20 @@ import numpy as np
 import pyarrow as pa
 
 from ._errors import SpecError
-from ._evaluate import EVALUATION_COLUMNS, compared_cells
+from ._evaluate import EVALUATION_COLUMNS, Evaluation, compared_cells
 from ._interrupts import critical
 from ._recorded import truth_reading
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
-from .engines.duckdb.sql import arrow
+from .engines.duckdb.catalog import lookup
+from .engines.duckdb.connection import require_open
+from .engines.duckdb.sql import arrow, ident, render, rows
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_evaluation", "plot_zoom"]
+__all__ = ["plot_bounds", "plot_evaluation", "plot_zoom"]
 
 _INSTALL = "plotting needs matplotlib, an optional dependency: pip install 'inftda-sql[plot]'"
 
@@ -68,7 +73,9 @@ def _save(fig: Figure, path: str | Path) -> Path:
 
 
 def _as_table(evaluation: object) -> pa.Table:
-    if isinstance(evaluation, duckdb.DuckDBPyRelation):
+    if isinstance(evaluation, Evaluation):
+        table = evaluation.table
+    elif isinstance(evaluation, duckdb.DuckDBPyRelation):
         table = evaluation.to_arrow_table()
     elif isinstance(evaluation, pa.Table):
         table = evaluation
@@ -136,7 +143,7 @@ def plot_evaluation(
     Returns:
         The path of the PNG written.
     """
-    if isinstance(evaluation, (duckdb.DuckDBPyRelation, pa.Table)):
+    if isinstance(evaluation, (Evaluation, duckdb.DuckDBPyRelation, pa.Table)):
         evaluations = [evaluation]
     elif isinstance(evaluation, Sequence) and not isinstance(evaluation, str) and evaluation:
         evaluations = list(evaluation)
@@ -245,6 +252,7 @@ def plot_zoom(
     Returns:
         The path of the PNG written.
     """
+    require_open(con, "plot_zoom")
     if isinstance(max_points_per_level, bool) or not isinstance(max_points_per_level, int):
         raise SpecError(f"max_points_per_level must be an integer, got {max_points_per_level!r}")
     if max_points_per_level < 100:
@@ -321,3 +329,85 @@ def _tick(value: float) -> str:
     if value >= 1e3:
         return f"{value / 1e3:g}k"
     return f"{value:g}"
+
+
+def plot_bounds(
+    con: duckdb.DuckDBPyConnection,
+    levels_view: str,
+    path: str | Path,
+    *,
+    level: int | None = None,
+    cells: int = 20,
+) -> Path:
+    """The error bounds of a release, from its levels view (public values only: this picture
+    may be published with the table).
+
+    Left: per level, the bound of every released count (``error_bound``, holding for all
+    cells at once with probability >= 1 - beta) and the typical largest error of the level
+    (``typical_error``, from a simulation on synthetic data of the same shape). Right: the
+    ``cells`` largest released counts of ``level`` (default the finest) with their interval
+    ``[max(0, count - bound), count + bound]``.
+
+    Args:
+        con: the database holding the levels view (or the published file).
+        levels_view: the view (``<output>_levels``) of a release made with bounds.
+        path: where to write the PNG.
+        level: the level whose cells are drawn (default the finest).
+        cells: how many of its largest counts to draw.
+    """
+    found = lookup(con, levels_view, param="levels_view", role="levels view")
+    if found is None:
+        raise SpecError(
+            f"{levels_view!r} is not a table or view of this database", param="levels_view"
+        )
+    ref = found[0]
+    columns = [r[0] for r in rows(con, _compile.describe(ref.sql))]
+    if "error_bound" not in columns:
+        raise SpecError(
+            f"{levels_view!r} has no error_bound column: it is not the levels view of a release "
+            "made with error bounds (release again with this version)",
+            param="levels_view",
+        )
+    per_level = rows(con, render("levels_view.per_level", view=ref.sql))
+    if not per_level:
+        raise SpecError(f"{levels_view!r} is empty: nothing to draw", param="levels_view")
+    levels = [int(r[0]) for r in per_level]
+    chosen = levels[-1] if level is None else int(level)
+    if chosen not in levels:
+        raise SpecError(
+            f"level {level!r} is not in {levels_view!r}; its levels are {levels}", param="level"
+        )
+    hier = [
+        c
+        for c in columns
+        if c not in ("level", "level_name", "count", "error_bound", "typical_error")
+    ]
+    label = " || ' / ' || ".join(f"coalesce(CAST({ident(c)} AS VARCHAR), '')" for c in hier)
+    sql = render(
+        "levels_view.top_cells", label=label or "''", view=ref.sql, limit=str(max(int(cells), 1))
+    )
+    top = rows(con, sql, {"level": chosen})
+    fig = _figure(11.0, 4.2)
+    left, right = fig.subplots(1, 2)
+    bound = np.array([np.nan if r[2] is None else float(r[2]) for r in per_level])
+    typical = np.array([np.nan if r[3] is None else float(r[3]) for r in per_level])
+    left.plot(levels, bound, "o-", label="error bound (every cell, prob. >= 1 - beta)")
+    if not np.all(np.isnan(typical)):
+        left.plot(levels, typical, "s--", label="typical largest error (simulated)")
+    left.set_ylabel("absolute error (records)")
+    left.set_title("error bound per level")
+    _level_ticks(left, levels, [str(r[1]) for r in per_level])
+    left.legend(fontsize=8)
+    names = [str(r[0]).strip(" /") or "(root)" for r in top]
+    counts = np.array([float(r[1]) for r in top])
+    width = np.array([0.0 if r[2] is None else float(r[2]) for r in top])
+    low = np.minimum(width, counts)  # the interval is clipped at 0: counts are non-negative
+    ypos = np.arange(len(top))[::-1]
+    right.errorbar(counts, ypos, xerr=[low, width], fmt="o", capsize=3)
+    right.set_yticks(ypos)
+    right.set_yticklabels(names, fontsize=7)
+    right.set_xlabel("released count with its interval")
+    name = next(str(r[1]) for r in per_level if int(r[0]) == chosen)
+    right.set_title(f"largest {len(top)} cells of level {chosen} ({name})")
+    right.grid(True, alpha=0.3)
+    return _save(fig, path)

@@ -18,13 +18,14 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
 
 from ._compat import COMPATIBLE_STORAGE_VERSION, parse_storage_version
 from ._errors import Arg, InftdaError, OutputExistsError, SpecError, Spelling
+from .core.bounds import view_bounds
 from .core.features import parse_features
 from .core.names import is_file_key
 from .core.spec import parse_hierarchy
@@ -41,6 +42,7 @@ from .engines.duckdb.catalog import (
     resolve_files,
     split_name,
 )
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.ledger import (
     ReleaseRecord,
     charges,
@@ -99,6 +101,7 @@ def publish(
         SpecError: ``path`` is a file the working database uses (its file, its ``.wal``, an
             attached database's, an input's), or another argument is malformed.
     """
+    require_open(con, "publish")
     target = _target(con, path)
     ref = _released_table(con, output)
     record = _latest_release(con, ref, output)
@@ -128,17 +131,22 @@ def publish(
     row = record.public()
     details = json.loads(row.details)
     view = details.get("levels_view")
-    view_sql = _view_builder(record.hierarchy, details.get("kind"))
+    view_sql = _view_builder(record.hierarchy, details.get("kind"), view_bounds(details))
     original = rows(con, render("catalog.current_database"))[0][0]
     run(con, _compile.attach(str(target), _ALIAS, version))
     try:
         in_copy = f"{ident(_ALIAS)}.main."
         run(con, _compile.copy_table(in_copy + ident(ref.name), ref.sql))
+        measured = _measurements(con, details.get("measurements"))
+        if measured is not None:  # the noisy measurements travel with the release
+            run(con, _compile.copy_table(in_copy + ident(measured.name), measured.sql))
         for name, source_sql in public:
             run(con, _compile.copy_table(in_copy + ident(name), source_sql))
         run(con, _compile.use(_ALIAS))
         try:
             copied = [TableRef(_ALIAS, "main", ref.name)]
+            if measured is not None:
+                copied.append(TableRef(_ALIAS, "main", measured.name))
             if view:
                 view_name = split_name(view)[-1]
                 run(con, view_sql(ident(view_name), ident(ref.name)))
@@ -167,6 +175,15 @@ def publish(
         raise
     run(con, _compile.detach(_ALIAS))
     return target
+
+
+def _measurements(con: duckdb.DuckDBPyConnection, name: object) -> TableRef | None:
+    """The table of noisy measurements a release wrote (``measurements=True``), or None. The
+    fingerprint checked before covers it: a changed or dropped one is refused there."""
+    if not isinstance(name, str):
+        return None
+    found = lookup(con, name)
+    return found[0] if found is not None and found[1] == "table" else None
 
 
 def _released_table(con: duckdb.DuckDBPyConnection, output: object) -> TableRef:
@@ -434,10 +451,15 @@ def _add_public(out: list[tuple[str, str]], name: str, source_sql: str) -> None:
     out.append((name, source_sql))
 
 
-def _view_builder(text: str, kind: str | None = None) -> Callable[[str, str], str]:
+def _view_builder(
+    text: str,
+    kind: str | None = None,
+    bounds: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> Callable[[str, str], str]:
     """The statement that recreates a release's companion view, from the ledger's JSON: the
     levels view of a hierarchy (of a count-of-counts release when ``kind`` says so), or the
-    features view of a feature release."""
+    features view of a feature release; ``bounds`` (the ledger row's public error bounds) go
+    into the levels view as in the release."""
     h = json.loads(text)
     if "features" in h:
         features = parse_features(h["features"], structure=h["structure"], weights=h["weights"])
@@ -445,4 +467,4 @@ def _view_builder(text: str, kind: str | None = None) -> Callable[[str, str], st
     spec = parse_hierarchy(h["chains"], h["tree"])
     if kind == "count_of_counts":
         return lambda view, output: _compile.coc_levels_view(spec.chains[0], view, output)
-    return lambda view, output: _compile.levels_view(spec, view, output)
+    return lambda view, output: _compile.levels_view(spec, view, output, bounds)

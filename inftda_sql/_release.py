@@ -18,9 +18,11 @@ import pyarrow as pa
 
 from ._interrupts import Scope, settle_imports
 from ._pipeline import run_release
+from ._progress import reporter
 from ._request import ReleaseRequest
 from ._result import Release
 from .core.tree import LevelStats
+from .engines.duckdb.connection import require_open
 from .engines.duckdb.engine import DuckDBEngine
 from .engines.duckdb.write import DEFAULT_TIMEOUT, check_timeout, write_timeout
 from .mechanisms import DEFAULT_MAX_CELLS, MECHANISMS
@@ -58,10 +60,11 @@ def release(
     budget_override: bool = False,
     levels_view: bool = True,
     max_cells: int = DEFAULT_MAX_CELLS,
-    progress: Callable[[LevelStats], None] | None = None,
+    progress: Callable[[LevelStats], None] | bool | None = None,
     return_as: str | None = None,
     check_ancestors: str = "full",
     timeout: float | None = DEFAULT_TIMEOUT,
+    measurements: bool = False,
 ) -> Release:
     """Release a differentially private, consistent, non-negative table of counts.
 
@@ -157,11 +160,16 @@ def release(
         max_cells: mechanisms that noise every cell of the full domain (``vanilla_gauss``,
             ``hierarchical``) or optimise over it (``cbdp``) refuse domains with more cells
             than this.
-        progress: called with each level's statistics as it completes.
+        progress: called with each level's statistics as it completes; ``True`` draws a
+            progress bar (tqdm: a widget in a notebook), ``False`` nothing; ``None`` (the
+            default) draws one when run in a Jupyter kernel with tqdm installed.
         timeout: seconds to keep retrying the write when other writers (threads releasing into
             the same database) change it at the same moment (default 30): the write is one
             transaction, retried with the same released cells and the budget checked again;
             None or 0 fails at once. Past it, :class:`~inftda_sql.ConcurrentWriteError`.
+        measurements: also write ``<output>_measurements``, every noisy value the TopDown
+            mechanism drew before post-processing (:mod:`inftda_sql.core.measurements`), in the
+            same transaction and ledger row; no extra budget. TopDown mechanisms only.
 
     Returns:
         A :class:`Release` describing the output, the budget spent, and per-level statistics.
@@ -181,6 +189,7 @@ def release(
         >>> con.execute("SELECT * FROM persons_private").fetchall()
         [('N', 'a', 2), ('S', 'c', 2)]
     """
+    require_open(con, "release")
     t_start = time.perf_counter()
     request = ReleaseRequest.from_args(
         table,
@@ -211,11 +220,17 @@ def release(
         return_as=return_as,
         check_ancestors=check_ancestors,
         microdata=microdata,
+        measurements=measurements,
     )
     timeout = check_timeout(timeout)
     settle_imports()  # pyarrow's lazy import of pandas, never cut by Ctrl-C
-    with Scope(), write_timeout(timeout):  # Ctrl-C after the commit waits for the cleanup
-        return _run(con, request, progress, t_start)
+    levels = getattr(request.spec, "n_levels", None)
+    with (
+        Scope(),
+        write_timeout(timeout),  # Ctrl-C after the commit waits for the cleanup
+        reporter(progress, None if levels is None else levels + 1) as report,
+    ):
+        return _run(con, request, report, t_start)
 
 
 def _run(

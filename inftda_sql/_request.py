@@ -184,6 +184,7 @@ class ReleaseRequest:
     return_as: str | None = None
     check_ancestors: str = "full"
     microdata: bool = False
+    measurements: str | None = None  # <output>_measurements, when measurements=True
 
     @property
     def kind(self) -> str:
@@ -270,6 +271,7 @@ class ReleaseRequest:
         return_as: object = None,
         check_ancestors: object = "full",
         microdata: object = False,
+        measurements: object = False,
     ) -> ReleaseRequest:
         """Check every argument that needs no database, in the order a user reads them.
 
@@ -403,6 +405,7 @@ class ReleaseRequest:
             return_as=None if return_as is None else str(return_as),
             check_ancestors=str(check_ancestors),
             microdata=bool(microdata),
+            measurements=_measurements_table(measurements, mech, output),
         )
 
     def account(self, chains: Sequence[ChainTree] | None = None) -> Accounting:
@@ -517,3 +520,31 @@ def _feature_spec(
         structure="flat" if structure is None else structure,
         weights="cells" if weights is None else weights,
     )
+
+
+def _measurements_table(measurements: object, mech: object, output: str | None) -> str | None:
+    """The table of the noisy measurements (``measurements=True``), checked before any work: a
+    TopDown mechanism (one with a per-level step) writing an output table."""
+    if not isinstance(measurements, bool):
+        raise SpecError(
+            f"measurements must be True or False, got {measurements!r}", param="measurements"
+        )
+    if not measurements:
+        return None
+    if not isinstance(mech, Mechanism) or mech.topdown_step is None:
+        name = getattr(mech, "name", mech)
+        raise SpecError(
+            f"mechanism {name!r} has no TopDown measurements to write; ",
+            Arg("measurements", True),
+            " goes with inftda, tda_l2 or tda_linf_solver",
+            param="measurements",
+        )
+    if output is None:
+        raise SpecError(
+            Arg("measurements", True),
+            " writes <output>_measurements: pass ",
+            Arg("output"),
+            " (a table to write the release to)",
+            param="measurements",
+        )
+    return f"{output}_measurements"

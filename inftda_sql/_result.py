@@ -16,6 +16,7 @@ from ._errors import Arg, SpecError
 from ._frames import convert
 from ._tables import html_table, text_table
 from .core.accounting import Accounting, CountOfCountsAccounting, Guarantee
+from .core.bounds import ErrorBounds, bound_text, bounds_note
 from .core.coc import CocLevelStats
 from .core.features import FeatureSpec
 from .core.spec import TreeSpec
@@ -43,6 +44,9 @@ class Release:
         non_private: reasons why this release is not private (empty for a private one).
         diagnostics: facts about the private input (NOT private).
         kind: the release kind: ``hierarchy``, ``features`` or ``count_of_counts``.
+        error_bounds: per level, the error bound of every released count and the typical
+            error, from public parameters only (:mod:`inftda_sql.core.bounds`); None for a
+            release of another kind.
         data: the released table (hierarchy or leaf columns and ``count``, as written) in the
             form ``return_as`` asked for: a pandas or polars DataFrame or an Arrow table; None
             when it was only written. :meth:`to_arrow`, :meth:`to_pandas` and :meth:`to_polars`
@@ -79,6 +83,10 @@ class Release:
     kind: str = "hierarchy"
     """The release kind (:mod:`inftda_sql.kinds`): ``hierarchy``, ``features`` or
     ``count_of_counts`` (a :class:`CountOfCountsRelease`, with what that kind adds)."""
+    error_bounds: ErrorBounds | None = None
+    """Per level, the error bound of every released count and the typical error, from public
+    parameters only (:mod:`inftda_sql.core.bounds`); None for a feature or count-of-counts
+    release."""
 
     @property
     def is_private(self) -> bool:
@@ -137,6 +145,7 @@ class Release:
             "mechanism_params": dict(self.mechanism_params),
             "budget": self.accounting.as_dict(),
             "levels": self._public_levels(),
+            "error_bounds": None if self.error_bounds is None else self.error_bounds.as_dict(),
             "total": self.total,
             "seeded": self.seeded,
             "non_private": list(self.non_private),
@@ -154,12 +163,18 @@ class Release:
     #: the key of :meth:`as_dict` that holds what must not be published
     NOT_PRIVATE = "not private (for the data owner only)"
 
+    @property
+    def _has_bounds(self) -> bool:
+        """Whether the summary has an error-bound column (a mechanism with an error analysis)."""
+        return self.error_bounds is not None and self.error_bounds.analysis is not None
+
     def _level_rows(self) -> list[tuple[str, ...]]:
-        return [
+        rows: list[tuple[str, ...]] = [
             (
                 str(lv.level),
                 lv.name,
                 f"{lv.sigma:.3g}",
+                *((bound_text(self.error_bounds, lv.name),) if self._has_bounds else ()),
                 f"{lv.parents:,}",
                 f"{lv.noised_cells:,}",
                 f"{lv.surviving_cells:,}",
@@ -167,13 +182,20 @@ class Release:
             )
             for lv in self.levels
         ]
+        if self.kind == "features":  # features have no parents: no such column
+            return [row[:3] + row[4:] for row in rows]
+        return rows
 
     _HEADER = ("level", "cells of", "sigma", "parents", "noised", "kept", "s*")
-    _FEATURE_HEADER = ("query", "name", "noise sd", "-", "noised", "kept", "s*")
+    _FEATURE_HEADER = ("query", "name", "noise sd", "noised", "kept", "s*")
 
     @property
     def _header(self) -> tuple[str, ...]:
-        return self._FEATURE_HEADER if self.kind == "features" else self._HEADER
+        if self.kind == "features":
+            return self._FEATURE_HEADER
+        if self._has_bounds:
+            return (*self._HEADER[:3], "error bound", *self._HEADER[3:])
+        return self._HEADER
 
     def _shape(self) -> str:
         if isinstance(self.spec, FeatureSpec):  # a features release holds a FeatureSpec
@@ -195,6 +217,7 @@ class Release:
             self._budget_line(),
         ]
         lines += text_table(self._header, self._level_rows(), left=1)
+        lines += bounds_note(self.error_bounds)
         if self.levels_view and self.kind == "features":
             lines.append(
                 f"every feature: SELECT * FROM {self.levels_view} WHERE feature = '<name>'"

@@ -6,7 +6,7 @@ distinct_tuples)``. :func:`inf_tda` takes the same arguments and returns the sam
 Series of the positive released cells indexed like ``data``, but runs on this package's engine
 (an in-memory DuckDB), accounting (:mod:`inftda_sql.core.accounting`: the sensitivity table as
 the paper defines it, the tight (epsilon, delta) conversion by default) and CSPRNG noise. The
-README's "Migrating from inf-tda" lists every difference.
+documentation's "Migrating from inf-tda" (``docs/how-to/inf-tda.md``) lists every difference.
 
 How the Series reaches the engine, without a Python loop: the index's levels are ranked in
 sorted order and every path gets a mixed-radix key (one multiply-add per level); the key of a
@@ -37,6 +37,7 @@ from ._frames import require
 from ._release import Release, release
 from .core.accounting import Budget
 from .core.arrays import I64
+from .engines.duckdb.connection import require_open
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,6 +134,8 @@ def release_series(
 ) -> tuple[pd.Series, Release]:
     """:func:`inf_tda`, also returning the :class:`~inftda_sql.Release` (budget, per-level
     sensitivity, rho and sigma, cells noised and kept, timings: for the data owner)."""
+    if con is not None:
+        require_open(con, "inf_tda")
     pd = require("pandas", param=None)
     if not isinstance(data, pd.Series):
         raise SpecError(

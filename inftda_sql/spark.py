@@ -48,6 +48,7 @@ from ._budget import Ledger, summarize
 from ._coc_request import DEFAULT_MAX_SIZE_SHARE, CountOfCountsRequest
 from ._errors import SpecError
 from ._pipeline import run_release
+from ._progress import reporter
 from ._request import ReleaseRequest
 from ._result import CountOfCountsRelease, Release
 from .core.accounting import Budget, RhoZCDPBudget
@@ -103,7 +104,7 @@ def release(
     budget_override: bool = False,
     levels_view: bool = True,
     max_cells: int = DEFAULT_MAX_CELLS,
-    progress: Callable[[LevelStats], None] | None = None,
+    progress: Callable[[LevelStats], None] | bool | None = None,
     scratch: str | None = None,
     ledger: LedgerPath = None,
 ) -> Release:
@@ -156,8 +157,12 @@ def release(
         max_cells=max_cells,
         microdata=microdata,
     )
-    with SparkEngine(spark, request, scratch=scratch, ledger=ledger) as engine:
-        return run_release(engine, request, progress, t_start)
+    levels = getattr(request.spec, "n_levels", None)
+    with (
+        reporter(progress, None if levels is None else levels + 1) as report,
+        SparkEngine(spark, request, scratch=scratch, ledger=ledger) as engine,
+    ):
+        return run_release(engine, request, report, t_start)
 
 
 def _budget_key(spark: SparkSession, table: object) -> str:

@@ -116,7 +116,7 @@ def _storage_note(con: duckdb.DuckDBPyConnection, db: str) -> str | None:
     return (
         f"note: {db} is in DuckDB's {version} storage format, which DuckDB 1.x clients (the "
         "driver of SQL IDEs such as DBeaver, the Node client) cannot open; create files with "
-        f"--storage-version {COMPATIBLE_STORAGE_VERSION} (see README)"
+        f"--storage-version {COMPATIBLE_STORAGE_VERSION} (see docs/how-to/sql-clients.md)"
     )
 
 

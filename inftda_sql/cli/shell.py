@@ -53,7 +53,7 @@ Statements end with ';' and may span lines. Commands of the shell:
   .help        this text
   .quit        leave (also .exit, or Ctrl-D)
 The noise functions draw from the OS CSPRNG and cannot be seeded. Composing them is your
-privacy accounting: see "Building blocks in SQL" in the README."""
+privacy accounting: see docs/how-to/sql-building-blocks.md."""
 
 
 def complete(text: str) -> bool:

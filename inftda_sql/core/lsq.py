@@ -45,11 +45,27 @@ cell, so projected gradient or FISTA would need millions of iterations. Instead:
    largest feature splits into connected components (one per period when every feature
    includes the period), solved in small batches, leaving a dense system on the few cells of
    the coarsest features. Dense BLAS products are avoided on purpose: on a loaded two-core
-   machine a threaded BLAS call costs more than the arithmetic.
+   machine a threaded BLAS call costs more than the arithmetic. This is the solver when the
+   cells besides the largest feature's are at most :data:`MAX_DENSE_CELLS` and its dense
+   systems (the border, the components) at most :data:`MAX_LAPACK_CELLS`.
+6. **Solving with K, iteratively** (every other system: O/D features at tract level on both
+   sides of a block-group lattice put 400 to 300K cells beside the largest feature's). The
+   largest feature's diagonal block is still eliminated exactly, and the Schur complement on the
+   other cells is solved by conjugate gradients, matrix-free: each product is a few gathers and
+   ``bincount`` over the atoms with a positive leaf, so a step costs ``O(atoms x features)`` per
+   CG iteration, never the square of the coarse cells. The preconditioner is the complement's
+   diagonal (Jacobi; every feature's own block of ``K`` is diagonal). Newton is then inexact: CG
+   stops at a residual of ``min(0.1, sqrt(|grad| / |grad_0|))`` times the gradient (the forcing
+   term, superlinear at the end) or below a tenth of the stopping tolerance in every cell, and
+   the exact line search is kept. Exact features (``W^-1 = 0``) can make ``K`` singular (a cell
+   whose atoms have no positive leaf, or exact features that sum to one another); the direct
+   solver's ridge ``1e-12 (1 + max w)`` on the diagonal keeps it definite, and every CG iterate
+   is an ascent direction whatever its accuracy. Nothing here needs SciPy (measured against
+   ``scipy.sparse.linalg.cg``: benchmarks/RESULTS.md).
 
 Everything is numpy; ``tests/unit/test_lsq.py`` checks the optimum against
-``scipy.optimize.lsq_linear`` (BVLS, an explicit matrix) on random instances: the objective to
-1e-9 relative, and the KKT conditions of the exact-total problem.
+``scipy.optimize.lsq_linear`` (BVLS, an explicit matrix) on random instances, on both solvers
+of ``K``: the objective to 1e-9 relative, and the KKT conditions of the exact-total problem.
 """
 
 from __future__ import annotations
@@ -64,12 +80,28 @@ import pyarrow.compute as pc
 
 from .._errors import InternalError, SpecError
 from .arrays import F64, I64
+from .lsq_iterative import SchurCG, dot
 
-__all__ = ["MAX_DENSE_CELLS", "LatticeProblem", "Solution", "combine_codes", "solve"]
+__all__ = [
+    "MAX_COARSE_CELLS",
+    "MAX_DENSE_CELLS",
+    "LatticeProblem",
+    "Solution",
+    "combine_codes",
+    "solve",
+]
 
-#: the Newton system is solved densely on the cells of the coarse features that are not the
-#: atoms themselves (after eliminating the largest one); above this many it is refused
+#: the Newton system is solved by the structural direct solver when the coarse features other
+#: than the largest have at most this many cells (a dense system on them), else by conjugate
+#: gradients (measured crossover: benchmarks/RESULTS.md, issue 26 item 5)
 MAX_DENSE_CELLS = 4000
+#: ... and when the dense system it hands to LAPACK has at most this many cells: a threaded
+#: LAPACK solve costs far more than its arithmetic on a loaded machine (201 cells: 312 ms
+#: against 0.33 ms single-threaded, load 9), while CG needs no LAPACK (issue 26 item 5)
+MAX_LAPACK_CELLS = 128
+#: the largest Newton system accepted: coarse cells, and atoms times coarse features (each
+#: entry costs a few dozen bytes of working memory across the solver's arrays)
+MAX_COARSE_CELLS = 1 << 28
 
 #: the line search stops once the directional derivative is below this share of its start
 _LINE_TOL = 1e-2
@@ -164,6 +196,8 @@ class Solution:
 
     ``atom`` is the atom of every leaf (the cells of the meet of the coarse features) and
     ``atom_cells[f]`` the cell of feature ``f`` of every atom (None for the leaf feature).
+    ``solver`` is how the Newton systems were solved: ``"direct"`` (structural, on
+    ``dense_cells`` cells) or ``"cg"`` (conjugate gradients, ``cg_iterations`` in all).
     """
 
     x: F64
@@ -172,6 +206,8 @@ class Solution:
     newton_steps: int
     atom: I64
     atom_cells: tuple[I64 | None, ...]
+    cg_iterations: int = 0
+    solver: str = "direct"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,9 +272,16 @@ class _Atoms:
         self.p = prefix - base[sorted_atom]  # sum of the k largest counts of the atom
         self.q = squares - base_sq[sorted_atom]  # sum of their squares
         self.q_total = self.q[start[1:] - 1]
+        #: when every atom is one leaf (the coarse features meet in the leaves), its count
+        self.single: F64 | None = None
+        if m == n:
+            self.single = np.empty(m)
+            self.single[sorted_atom] = cs
 
     def positive(self, tau: F64) -> I64:
         """``k_a``: the leaves of every atom whose count exceeds ``tau_a``."""
+        if self.single is not None:
+            return (self.single > tau).astype(np.int64)
         if self.key is not None:
             # c_j > tau  <=>  c_j >= floor(tau) + 1  <=>  c_max - c_j <= c_max - floor(tau) - 1
             bound = np.clip(self.c_max - np.floor(tau) - 1.0, -1.0, float(self.span - 1))
@@ -288,18 +331,32 @@ class _Dual:
         self.offsets = offsets
         self.two_w_leaf = 2.0 * problem.weights[problem.leaf]
         self.dense_cells = int(offsets[-1] - offsets[1])
-        if self.dense_cells > MAX_DENSE_CELLS:
+        coarse_cells = int(offsets[-1])
+        if coarse_cells > MAX_COARSE_CELLS or atoms.m * len(self.features) > MAX_COARSE_CELLS:
             shown = ", ".join(f"{n:,}" for n in self.sizes)
             raise SpecError(
-                f"the coarse features have {shown} cells: {self.dense_cells:,} besides the "
-                f"finest enter a dense Newton system, more than {MAX_DENSE_CELLS:,}; coarsen "
-                "or drop a feature"
+                f"the coarse features have {shown} cells and meet in {atoms.m:,} atoms: "
+                f"{max(coarse_cells, atoms.m * len(self.features)):,} entries in the Newton "
+                f"system, more than {MAX_COARSE_CELLS:,} (its memory); coarsen or drop a feature"
             )
+        #: the structural direct solver on few dense cells, else conjugate gradients
+        self.direct = self.dense_cells <= MAX_DENSE_CELLS
+        self.cg_iterations = 0
+        self.cg: SchurCG | None = None
+        if not self.direct:
+            return
         self.groups = (
             _component_groups(self.cells[0], self.cells[1], self.sizes[1])
             if len(self.features) > 1
             else None
         )
+        # the largest system the direct solver hands to LAPACK: the border, or all
+        lapack = self.dense_cells
+        if self.groups is not None:
+            lapack = max(self.dense_cells - self.sizes[1], *(g.shape[1] for g in self.groups))
+        if lapack > MAX_LAPACK_CELLS:
+            self.direct = False
+            return
         # every atom's row in the dense system, per dense feature
         self.rows = [
             cell + int(off - offsets[1])
@@ -316,21 +373,20 @@ class _Dual:
             v += yf[cell]
         return v
 
-    def evaluate(self, y: F64) -> tuple[float, F64, I64, F64]:
-        """``D(y)``, its gradient, ``k`` and ``tau`` at ``y``."""
+    def evaluate(self, y: F64) -> tuple[F64, I64, F64]:
+        """The gradient of ``D`` at ``y``, ``k`` and ``tau`` (``D`` itself is never needed:
+        the line search works on its derivative)."""
         atoms = self.atoms
         v = self.atom_sum(y)
         tau = v / self.two_w_leaf
         k = atoms.positive(tau)
         s = atoms.sums(tau, k)
-        value = 0.5 * self.two_w_leaf * float(np.sum(atoms.cost(tau, k))) + float(v @ s)
         grads = []
         for cell, n, c, yf, iw in zip(
             self.cells, self.sizes, self.targets, self.split(y), self.inv_w, strict=True
         ):
-            value -= float(yf @ c) + 0.5 * iw * float(yf @ yf)
             grads.append(np.bincount(cell, weights=s, minlength=n) - c - iw * yf)
-        return value, np.concatenate(grads), k, tau
+        return np.concatenate(grads), k, tau
 
     def line_search(self, y: F64, tau: F64, direction: F64, slope: float) -> float:
         """The step ``alpha > 0`` maximising ``D(y + alpha direction)`` (exactly: along a line
@@ -344,12 +400,12 @@ class _Dual:
         for c, yf, df, iw in zip(
             self.targets, self.split(y), self.split(direction), self.inv_w, strict=True
         ):
-            const += float(df @ (c + iw * yf))
-            quad += iw * float(df @ df)
+            const += dot(df, c + iw * yf)
+            quad += iw * dot(df, df)
 
         def derivative(alpha: float) -> float:
             t = tau + alpha * dtau
-            return float(dv @ atoms.sums(t, atoms.positive(t))) - const - alpha * quad
+            return dot(dv, atoms.sums(t, atoms.positive(t))) - const - alpha * quad
 
         lo, d_lo = 0.0, slope
         hi, d_hi = 1.0, derivative(1.0)
@@ -416,7 +472,23 @@ class _Dual:
             [np.full(n, iw) for n, iw in zip(self.sizes[1:], self.inv_w[1:], strict=True)]
         )
 
-    def newton(self, k: I64, grad: F64) -> F64:
+    def newton(self, k: I64, grad: F64, forcing: float = 0.0, floor: float = 0.0) -> F64:
+        """A Newton direction: ``K^-1 grad``, exactly by :meth:`direct` on few dense cells, else
+        by :meth:`iterative` to a residual of ``forcing`` times the gradient (2-norm) or of at
+        most ``floor`` in every cell."""
+        if self.direct:
+            return self.direct_newton(k, grad)
+        return self.iterative_newton(k, grad, forcing, floor)
+
+    def iterative_newton(self, k: I64, grad: F64, forcing: float, floor: float) -> F64:
+        """``K^-1 grad`` by conjugate gradients (:class:`~.lsq_iterative.SchurCG`)."""
+        if self.cg is None:
+            self.cg = SchurCG(self.cells, self.sizes, self.inv_w)
+        direction = self.cg.solve(k / self.two_w_leaf, grad, forcing, floor)
+        self.cg_iterations = self.cg.iterations
+        return direction
+
+    def direct_newton(self, k: I64, grad: F64) -> F64:
         """``K^-1 grad`` with ``K = W^-1 + U diag(k / 2 w_leaf) U^T`` (minus the Hessian).
 
         The block of the largest feature is diagonal; its Schur complement on the cells of
@@ -583,15 +655,26 @@ def solve(problem: LatticeProblem, *, tol: float = 1e-10) -> Solution:
     dual = _Dual(problem, atoms, coarse)
     scale = 1.0 + max(float(np.max(np.abs(t), initial=0.0)) for t in problem.targets)
     y = np.zeros(int(dual.offsets[-1]))
-    _, grad, k, tau = dual.evaluate(y)
+    grad, k, tau = dual.evaluate(y)
+    first = math.sqrt(dot(grad, grad))
+
+    def done(step: int) -> Solution:
+        dense = dual.dense_cells if dual.direct else 0
+        x = atoms.leaves(tau)
+        solver = "direct" if dual.direct else "cg"
+        return Solution(x, atoms.m, dense, step, atoms.atom, cells, dual.cg_iterations, solver)
+
     for step in range(_MAX_NEWTON):
         if float(np.max(np.abs(grad))) <= tol * scale:
-            return Solution(atoms.leaves(tau), atoms.m, dual.dense_cells, step, atoms.atom, cells)
-        direction = dual.newton(k, grad)
-        slope = float(grad @ direction)
+            return done(step)
+        # inexact Newton: the forcing term shrinks with the gradient (superlinear at the end);
+        # no cell need be solved below a tenth of the stopping tolerance
+        forcing = min(0.1, math.sqrt(math.sqrt(dot(grad, grad)) / first))
+        direction = dual.newton(k, grad, forcing, 0.1 * tol * scale)
+        slope = dot(grad, direction)
         if not slope > 0.0:  # rounding has exhausted the ascent: as good as it gets
-            return Solution(atoms.leaves(tau), atoms.m, dual.dense_cells, step, atoms.atom, cells)
+            return done(step)
         alpha = dual.line_search(y, tau, direction, slope)
         y = y + alpha * direction
-        _, grad, k, tau = dual.evaluate(y)
+        grad, k, tau = dual.evaluate(y)
     raise InternalError(f"the CBDP optimisation did not converge in {_MAX_NEWTON} Newton steps")

@@ -16,6 +16,7 @@ own stream keyed by (seed, level, block), so the result does not depend on threa
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,15 @@ from .rng import RandomSource
 from .spec import TreeSpec
 from .tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
 
-__all__ = ["LevelJob", "Optimizer", "level_blocks", "noisy_root", "pass_source", "topdown"]
+__all__ = [
+    "LevelJob",
+    "Measure",
+    "Optimizer",
+    "level_blocks",
+    "noisy_root",
+    "pass_source",
+    "topdown",
+]
 
 # Children per block of parents (:mod:`.blocks`), the unit of work and, under a seed, of a
 # random stream: ~1M keeps the working set of a chunk near 50 MB and gives the thread pool
@@ -42,6 +51,11 @@ CHUNK_CHILDREN = 1 << 20
 
 Optimizer = Callable[[I64, I64, I64], I64]
 """``(y, targets, offsets) -> x``: the per-level post-processing (IntOpt for InfTDA)."""
+
+Measure = Callable[[int, float, Sequence[I64], I64, I64], None]
+"""``(level, sigma, codes per chain, noisy values, parents' released values)``: called with
+every noisy value a pass draws, before any post-processing (the noisy measurements, see
+:mod:`inftda_sql.core.measurements`); from several threads at once."""
 
 
 def _true_counts(
@@ -75,12 +89,18 @@ def pass_source(source: RandomSource) -> RandomSource:
     return source.spawn(1)[0]
 
 
-def noisy_root(root_total: int, sigma: float, source: RandomSource) -> I64:
+def noisy_root(
+    root_total: int, sigma: float, source: RandomSource, measure: Measure | None = None
+) -> I64:
     """The root's released value (one entry, none when it came out 0): the true total N, with
-    noise from the stream of (level 0, block 0) when ``sigma > 0`` (unbounded DP)."""
+    noise from the stream of (level 0, block 0) when ``sigma > 0`` (unbounded DP); ``measure``
+    sees the noisy total before it is clamped at 0."""
     root = np.array([root_total], dtype=np.int64)
     if sigma > 0:
         root = root + draw_discrete_gaussian(float(sigma), 1, source=source.derive(0, 0))
+        if measure is not None:
+            zero = np.zeros(1, dtype=np.int64)
+            measure(0, float(sigma), [zero], root.copy(), np.full(1, -1, dtype=np.int64))
         root = np.maximum(root, 0)
     out: I64 = root[root > 0]
     return out
@@ -122,6 +142,9 @@ class LevelJob:
     counts_true: I64
     sigma: float
     optimizer: Optimizer
+    measure: Callable[[Sequence[I64], I64, I64], None] | None = None
+    """Sees every noisy child before post-processing: codes per chain, noisy values, the
+    parents' released values (the level and sigma are bound by :func:`topdown`)."""
 
     def run(self, chunk: tuple[int, int], source: RandomSource) -> tuple[list[I64], I64, int]:
         """Noise and optimise the children of parents ``chunk[0]:chunk[1]``.
@@ -155,6 +178,8 @@ class LevelJob:
                     y += noise
                 else:
                     y[many] += noise
+            if self.measure is not None and noised:
+                self._measure(y, many, starts, seg, a, b)
             if many is not None:  # an only child is its parent: its true count is not used
                 y[~many] = self.values[a:b][single]
             x = None
@@ -178,6 +203,17 @@ class LevelJob:
         ]
         return out, x[kept], noised
 
+    def _measure(self, y: I64, many: I64 | None, starts: I64, seg: I64, a: int, b: int) -> None:
+        """Hand the noisy children (the only children are not measured) to ``measure``."""
+        assert self.measure is not None
+        pos = np.arange(y.size, dtype=np.int64) if many is None else np.flatnonzero(many)
+        parent = np.searchsorted(seg, pos, side="right") - 1
+        codes = [
+            starts[parent] + (pos - seg[parent]) if j == self.chain else codes[a:b][parent]
+            for j, codes in enumerate(self.codes)
+        ]
+        self.measure(codes, y[pos].copy(), self.values[a:b][parent])
+
 
 def topdown(
     spec: TreeSpec,
@@ -190,6 +226,7 @@ def topdown(
     optimizer: Optimizer | None = None,
     progress: Callable[[LevelStats], None] | None = None,
     threads: int = 2,
+    measure: Measure | None = None,
 ) -> TopDownResult:
     """Run TopDown over ``spec``'s levels.
 
@@ -211,6 +248,8 @@ def topdown(
             and, under a seed, each draws from the stream keyed by (seed, level, block), so a
             seeded run gives the same result whatever the thread count, and on any engine that
             forms the same blocks (:mod:`inftda_sql.spark`).
+        measure: called with every noisy value drawn, before post-processing (the root's too
+            when it is noised); None draws and releases exactly the same.
     """
     opt: Optimizer = optimizer or (lambda y, t, o: intopt(y, t, o))
     # every pass over one source is a fresh child of it: a seeded source reused for several
@@ -221,7 +260,7 @@ def topdown(
     stats: list[LevelStats] = []
 
     t0 = time.perf_counter()
-    values: I64 = noisy_root(root_total, float(sigmas[0]), source)
+    values: I64 = noisy_root(root_total, float(sigmas[0]), source, measure)
     codes: list[I64] = [np.zeros(values.size, dtype=np.int64) for _ in range(k)]
     stats.append(
         LevelStats(
@@ -275,8 +314,11 @@ def topdown(
             if order is not None:  # parents in key order: blocks are runs of them
                 codes = [code[order] for code in codes]
                 values, starts, counts = values[order], starts[order], counts[order]
+            sink = None
+            if measure is not None:
+                sink = functools.partial(measure, level, sigma)
             job = LevelJob(
-                c, codes, values, starts, counts, strides, keys_true, counts_true, sigma, opt
+                c, codes, values, starts, counts, strides, keys_true, counts_true, sigma, opt, sink
             )
             chunks = [(a, b) for a, b, _ in blocks]
             sources = [source.derive(level, block) for _, _, block in blocks]

@@ -1,17 +1,19 @@
-"""What a release kind provides (:class:`ReleaseKind`, :class:`KindRun`) and the check that an
-engine runs it (:func:`require`)."""
+"""What a release kind provides (:class:`ReleaseKind`, :class:`KindRun`), the check that an
+engine runs it (:func:`require`) and the check of an accounting's noise scales
+(:func:`check_noise_range`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .._errors import SpecError
+from .._errors import Arg, BudgetError, SpecError
 from .._result import Release
 from .._stages import Stages
+from ..core.noise import SCALE_MAX
 from ..engines.records import ReleaseRecord
 
-__all__ = ["KindRun", "ReleaseKind", "require"]
+__all__ = ["KindRun", "ReleaseKind", "check_noise_range", "require"]
 
 
 class KindRun(Protocol):
@@ -67,4 +69,21 @@ def require(engine: object, kind: str, stages: tuple[str, ...]) -> None:
             f"the {type(engine).__name__} engine does not run {kind} releases yet; run it on "
             "DuckDB (inftda_sql.release / release_count_of_counts)",
             param="mechanism",
+        )
+
+
+def check_noise_range(sigmas: Sequence[float]) -> None:
+    """Refuse, from the accounting alone (before the data is read), a budget whose noise
+    scale is beyond what the samplers draw (``SCALE_MAX``: draws must fit int64)."""
+    largest = max(sigmas, default=0.0)
+    if largest > SCALE_MAX:
+        raise BudgetError(
+            f"the budget is so small that a level's noise has sigma {largest:.3g}, above the "
+            "2**57 (about 1.4e17) that the samplers draw from, and far above any count; raise ",
+            Arg("rho"),
+            " (or ",
+            Arg("epsilon"),
+            ") or lower ",
+            Arg("contribution"),
+            param="rho",
         )

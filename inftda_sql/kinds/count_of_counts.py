@@ -13,23 +13,34 @@ and the ledger row, atomically.
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._coc_request import CountOfCountsRequest
-from .._errors import InternalError
+from .._errors import Arg, InftdaWarning, InternalError
 from .._ledger_row import LevelCosts, ledger_row
 from .._result import CountOfCountsRelease
 from .._stages import Stages
 from ..core.accounting import CountOfCountsAccounting, Guarantee, PureDPBudget
-from ..core.coc import CocLevel, CocLevelStats, CocResult, count_of_counts, truncate_sizes
+from ..core.coc import (
+    CocLevel,
+    CocLevelStats,
+    CocResult,
+    check_memory,
+    count_of_counts,
+    size_limit,
+    truncate_sizes,
+)
 from ..core.noise import draw_discrete_laplace
 from ..core.rng import RandomSource
 from ..core.spec import parse_hierarchy
 from ..engines.base import CountOfCountsEngine
 from ..engines.records import ReleaseRecord
+from ..mechanisms.base import available_memory
 from .base import KindRun, require
 
 __all__ = ["KIND", "MAX_SIZE_STDS"]
@@ -53,6 +64,7 @@ class _Run:
         self.levels: list[CocLevel] = []
         self.largest = 0
         self.max_size = request.max_size
+        self.memory: int | None = None
         self.outcome: CocResult | None = None
 
     def prepare(self) -> str | None:
@@ -60,7 +72,18 @@ class _Run:
 
     def code_domain(self) -> None:
         self.engine.resolve_groups()
-        self.engine.code_groups()  # the accounting is the request's: no domain level is free
+        # the accounting is the request's: no domain level is free
+        tree, per_leaf = self.engine.code_groups()
+        req, self.memory = self.request, _memory()
+        check_memory(
+            req.method,
+            max(tree.sizes),
+            int(per_leaf.sum()),
+            max_size=req.max_size,
+            min_size=req.min_size,
+            chunk=req.chunk,
+            available=self.memory,
+        )
 
     def scan(self) -> None:
         self.levels, self.largest = self.engine.coc_counts(self.request.max_size)
@@ -70,6 +93,21 @@ class _Run:
         levels = self.levels
         if self.max_size is None:
             self.max_size = _estimate_max_size(self.largest, acct, req.min_size, req.source)
+            limit = (
+                None if self.memory is None else size_limit(req.method, req.min_size, self.memory)
+            )
+            if limit is not None and self.max_size > limit:  # post-processing of a noisy value
+                self.max_size = limit
+                warnings.warn(
+                    InftdaWarning(
+                        f"the private estimate of max_size was clipped to {limit:,}, the "
+                        f"largest the {req.method!r} estimator fits in memory; pass ",
+                        Arg("max_size"),
+                        " to choose it",
+                        param="max_size",
+                    ),
+                    stacklevel=2,
+                )
             levels = [truncate_sizes(lv, self.max_size) for lv in levels]
         self.outcome = count_of_counts(
             levels,
@@ -164,6 +202,17 @@ class _CountOfCounts:
 
 #: the count-of-counts kind (a registry entry of :mod:`inftda_sql.kinds`)
 KIND = _CountOfCounts()
+
+
+def _memory() -> int | None:
+    """Bytes of memory available now, or the machine's physical memory where that is unknown."""
+    available = available_memory()
+    if available is None:
+        try:
+            available = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    return available
 
 
 def _estimate_max_size(

@@ -25,7 +25,7 @@ from ..core.tree import LevelStats
 from ..engines.base import ReleaseEngine, Scan
 from ..engines.records import ReleaseRecord
 from ..mechanisms import FeatureContext, FeatureResult, feature_mechanism
-from .base import KindRun, require
+from .base import KindRun, check_noise_range, require
 
 __all__ = ["KIND"]
 
@@ -58,6 +58,7 @@ class _Run:
         self.lattice = self.engine.code_lattice()
         self.mech.check_size(self.lattice, self.request.max_cells)
         self.accounting = self.request.account()  # public domain only: no data read yet
+        check_noise_range(self.accounting.level_sigma)
 
     def scan(self) -> None:
         self.found, self.true_counts = self.engine.feature_counts(self._lattice())

@@ -3,8 +3,10 @@
 Domain: the resolved columns, every chain's public domain coded as code ranges, then the
 accounting (levels the public domain determines spend nothing). Scan: the leaf cells of the
 private input. Mechanism: level by level on the engine's true counts (:meth:`Engine.run_mechanism`:
-on the driver, or in the engine's own tasks). Write: the released leaves, the levels view and
-the ledger row, atomically.
+on the driver, or in the engine's own tasks), then the error bounds of every level from public
+parameters only (:mod:`..core.bounds`: the domain, the accounting, the released total). Write:
+the released leaves, the levels view, the noisy measurements (``measurements=True``) and the
+ledger row (with the bounds), atomically.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from .._request import ReleaseRequest
 from .._result import Release
 from .._stages import Stages
 from ..core.accounting import Accounting
+from ..core.bounds import ErrorBounds, for_release
+from ..core.measurements import Collector
 from ..core.tree import ChainTree, LevelStats
 from ..engines.base import Engine, Scan
 from ..engines.records import ReleaseRecord
 from ..mechanisms import MechanismContext, tree_mechanism
-from .base import KindRun, require
+from .base import KindRun, check_noise_range, require
 
 __all__ = ["KIND"]
 
@@ -47,6 +51,7 @@ class _Run:
         self.levels: tuple[LevelStats, ...] = ()
         self.total = 0
         self.released: Any = None
+        self.bounds: ErrorBounds | None = None
 
     def prepare(self) -> str | None:
         return self.engine.prepare()
@@ -55,14 +60,16 @@ class _Run:
         self.engine.resolve()
         self.chains = self.engine.code_domains()
         self.accounting = self.request.account(self.chains)  # public domain only
+        check_noise_range(self.accounting.level_sigma)
 
     def scan(self) -> None:
         self.found = self.engine.scan()
 
     def mechanism(self) -> None:
         acct, found = self._measured()
+        mechanism = tree_mechanism(self.request.mechanism.name)
         self.outcome = self.engine.run_mechanism(
-            tree_mechanism(self.request.mechanism.name),
+            mechanism,
             MechanismContext(
                 spec=self.request.tree,
                 chains=self.chains,
@@ -72,12 +79,26 @@ class _Run:
                 source=self.request.source,
                 progress=self.progress,
                 max_cells=self.request.max_cells,
+                measure=Collector() if self.request.measurements else None,
             ),
         )
         self.levels, self.total = self.engine.released(self.outcome)
+        # public parameters and the released total only: no private value reaches the bounds
+        self.bounds = for_release(
+            mechanism.error_analysis,
+            self.request.tree,
+            self.chains,
+            acct.level_names,
+            acct.level_sigma,
+            total=self.total,
+            optimizer=mechanism.topdown_step,
+        )
 
     def write(self, non_private: list[str], stages: Stages, t_start: float) -> ReleaseRecord:
         acct, found = self._measured()
+        if self.bounds is None:  # pragma: no cover - stage order
+            raise InternalError("the mechanism comes before the write")
+        measurements = self.request.measurements
         notes = {
             n: note for n, note in zip(acct.level_names, acct.level_notes, strict=True) if note
         }
@@ -90,6 +111,8 @@ class _Run:
             {
                 "levels": [lv.as_dict() for lv in self.levels],
                 **({"level_notes": notes} if notes else {}),
+                "error_bounds": self.bounds.as_dict(),
+                **({"measurements": measurements} if measurements else {}),
             },
             found,
             non_private,
@@ -122,6 +145,7 @@ class _Run:
             return_as=req.return_as,
             released=self.released,
             kind=req.kind,
+            error_bounds=self.bounds,
         )
 
     def _measured(self) -> tuple[Accounting, Scan]:

@@ -29,10 +29,11 @@ import numpy as np
 from .._errors import Arg, InternalError, SpecError
 from ..core.accounting import Accounting, Budget, Guarantee, account, account_features
 from ..core.arrays import I64
+from ..core.bounds import Analysis
 from ..core.features import FeatureSpec, Lattice
 from ..core.rng import RandomSource
 from ..core.spec import TreeSpec
-from ..core.topdown import Optimizer, topdown
+from ..core.topdown import Measure, Optimizer, topdown
 from ..core.tree import ChainTree, LevelStats, TopDownResult, determined_levels
 
 __all__ = [
@@ -103,6 +104,9 @@ class MechanismContext:
     progress: Callable[[LevelStats], None] | None = None
     max_cells: int = DEFAULT_MAX_CELLS
     threads: int = 2
+    measure: Measure | None = None
+    """Sees every noisy value a TopDown pass draws, before post-processing (``measurements=``);
+    only mechanisms with a ``topdown_step`` take it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.true_level, _NonZeroCounts):
@@ -149,6 +153,7 @@ class MechanismContext:
             optimizer=optimizer,
             progress=self.progress,
             threads=self.threads,
+            measure=self.measure,
         )
 
 
@@ -185,6 +190,10 @@ class Mechanism:
             engine that runs the TopDown pass in its own tasks (Spark: blocks of parents) runs
             this step there instead of ``run``; None: the mechanism runs through ``run`` on the
             true counts of whole levels.
+        error_analysis: which argument bounds its error from public parameters
+            (:data:`~inftda_sql.core.bounds.Analysis`: ``"linf"``, ``"l2_rounded"``,
+            ``"leaf_sums"``), or None when its analysis gives no bound (the levels view then
+            shows NULL bounds).
     """
 
     name: str
@@ -196,6 +205,7 @@ class Mechanism:
     requires: Callable[[Budget], None] | None = None
     parameters: Callable[[Accounting], dict[str, Any]] | None = None
     topdown_step: Optimizer | None = None
+    error_analysis: Analysis | None = None
 
     #: a tree mechanism takes zCDP (or (epsilon, delta)) budgets, never a pure epsilon
     pure_budget = False

@@ -174,6 +174,9 @@ def run_cbdp(ctx: FeatureContext) -> FeatureResult:
         "exact": [q.name for q, e in zip(queries, exact, strict=True) if e],
         "atoms": solution.atoms,
         "newton_steps": solution.newton_steps,
+        # the Newton system's solver: structural and direct, or conjugate gradients (lsq)
+        "newton_solver": solution.solver,
+        "cg_iterations": solution.cg_iterations,
         "rounding_chain": [queries[q].name for q in chain],
         "rounding_max_deviation": {
             q.name: round(d, 6) for q, d in zip(queries, deviation, strict=True)

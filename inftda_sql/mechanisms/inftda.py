@@ -29,4 +29,5 @@ MECHANISM = Mechanism(
     summary="TopDown with IntOpt: consistent non-negative integers (the default)",
     run=run_inftda,
     topdown_step=intopt_step,
+    error_analysis="linf",
 )

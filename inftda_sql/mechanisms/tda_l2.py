@@ -141,4 +141,5 @@ MECHANISM = Mechanism(
     summary="TopDown with a Euclidean projection and rounding per parent",
     run=run_tda_l2,
     topdown_step=l2_optimizer,
+    error_analysis="l2_rounded",
 )

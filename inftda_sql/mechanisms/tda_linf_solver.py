@@ -124,4 +124,5 @@ MECHANISM = Mechanism(
     run=run_tda_linf_solver,
     requires=_requires,
     topdown_step=linf_milp_optimizer,
+    error_analysis="linf",
 )

@@ -61,4 +61,5 @@ MECHANISM = Mechanism(
     run=run_vanilla_gauss,
     noises="leaves",
     full_domain="leaves",
+    error_analysis="leaf_sums",
 )

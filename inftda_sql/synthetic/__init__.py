@@ -18,13 +18,17 @@ builds its true leaf histograms in numpy (:func:`housing_histograms` ...; the be
 them directly) and expands them in DuckDB into a persons table and the public groups table.
 
 The modules, one job each: :mod:`.od` (:func:`italy_like`), :mod:`.paper` (the paper's
-datasets), :mod:`.odmts` (the CBDP setting) and :mod:`.groups` (count-of-counts data). Import
+datasets), :mod:`.odmts` (the CBDP setting), :mod:`.dc` (a DC-like O/D lattice at
+block-group scale: :func:`dc_like`) and :mod:`.groups` (count-of-counts data). Import
 the names from this package, which re-exports them.
 """
 
 from __future__ import annotations
 
+from .dc import DC_AFFINITY_SHAPE as DC_AFFINITY_SHAPE
+
 # every public name of the modules; those outside __all__ (as before the split) as `X as X`
+from .dc import DC_FEATURE_SETS, DCFlows, DCLike, dc_like, dc_like_features, dc_like_flows
 from .groups import (
     HOUSEHOLD_SIZE_SHARES,
     US_STATES,
@@ -52,16 +56,22 @@ from .paper import PAPER_PARTITION_SEED as PAPER_PARTITION_SEED
 from .paper import paper_flows as paper_flows
 
 __all__ = [
+    "DC_FEATURE_SETS",
     "HOUSEHOLD_SIZE_SHARES",
     "ODMTS",
     "ODMTS_MODES",
     "PAPER_DENSITIES",
     "PAPER_KINDS",
     "US_STATES",
+    "DCFlows",
+    "DCLike",
     "GroupHistograms",
     "PaperOD",
     "SyntheticGroups",
     "SyntheticOD",
+    "dc_like",
+    "dc_like_features",
+    "dc_like_flows",
     "housing_histograms",
     "housing_like",
     "italy_like",

@@ -611,3 +611,15 @@ def test_times_stay_with_the_data_owner(con: duckdb.DuckDBPyConnection, tmp_path
     finally:
         pub.close()
     assert not any(w in str(v).lower() for v in row for w in words), row
+
+
+def test_summary_has_no_parents_column(con: duckdb.DuckDBPyConnection) -> None:
+    """A feature has no parents: the summary shows no column for them (it once showed a column
+    headed ``-`` of zeros), in text and in HTML."""
+    small_world(con)
+    r = inftda_sql.release(
+        con, "trips", mechanism="cbdp", features=FEATURES, domain="cells", epsilon=1.0
+    )
+    header = str(r).splitlines()[2].split()
+    assert header == ["query", "name", "noise", "sd", "noised", "kept", "s*"]
+    assert "<th>-</th>" not in r._repr_html_() and "<th>noised</th>" in r._repr_html_()

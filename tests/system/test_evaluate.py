@@ -326,11 +326,39 @@ def test_plot_without_matplotlib(
         plot_evaluation(ev, tmp_path / "x.png")
 
 
+def test_an_evaluation_prints_every_column(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Printed on an 80-column terminal (or shown in a notebook) an evaluation shows all its
+    columns and rows (DuckDB's display of a relation drops those that do not fit: "10 columns
+    (7 shown)"); it still reads as the relation it was, and as an Arrow stream."""
+    import pyarrow as pa
+
+    monkeypatch.setenv("COLUMNS", "80")
+    make_geo(con)
+    make_persons(con)
+    inftda_sql.release(con, "persons", hierarchy=GEO, domain="geo", rho=INF)
+    ev = evaluate(con, "persons", "persons_private", hierarchy=GEO)
+    lines = str(ev).splitlines()
+    assert lines[0].split() == list(ev.columns) and len(ev.columns) == 10
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["0", "root"], ["1", "region"], ["2", "province"], ["3", "mun"]
+    ]  # fmt: skip
+    assert repr(ev) == str(ev) and "shown" not in str(ev)
+    html = ev._repr_html_()
+    assert all(f"<th>{c}</th>" in html for c in ev.columns)
+    # the relation's API, and an Arrow stream DuckDB scans
+    assert ev.project("level").fetchall() == [(0,), (1,), (2,), (3,)]
+    assert pa.table(ev).column_names == ev.columns
+    assert con.sql("SELECT max(max_abs_error) FROM ev").fetchall() == [(0,)]
+
+
 def test_evaluate_count_of_counts_reads_the_release_settings_from_the_ledger(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    """As the README shows: evaluate_count_of_counts(con, "persons", "household_sizes"); the
-    explicit arguments still work, and a table that is no such release says what to pass."""
+    """As docs/how-to/count-of-counts.md shows: evaluate_count_of_counts(con, "persons",
+    "household_sizes"); the explicit arguments still work, and a table that is no such release
+    says what to pass."""
     con.execute(
         "CREATE TABLE persons AS SELECT * FROM (VALUES (1, 'A', 'a1'), (1, 'A', 'a1'), "
         "(2, 'A', 'a2')) t(household_id, state, county)"

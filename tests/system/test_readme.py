@@ -1,12 +1,17 @@
-"""The README's commands run as written: its own code blocks are extracted and executed.
+"""The commands of "Getting started" run as written: the pages' own code blocks are extracted
+and executed (these sections were the README's; the README is now the front door to docs/).
 
-* "Your own data": the shell block (``inftda-sql release`` then ``publish``) and the Python
+* "Your own data" (``docs/getting-started.md``): the shell block (``inftda-sql release``
+  then ``publish``) and the Python
   block, each in a fresh folder holding only ``od.parquet`` and ``geo.parquet``: the UK census
   O/D flows and their geography from ``../shared/data`` (``uk_ew_census2021_odwp01_msoa*``)
   when that folder is there, and always a generated pair of files of the same shape and column
-  names. Then the SQL of "Using it from DBeaver / the DuckDB CLI" on the files they made.
-* Every other ``inftda-sql`` line of the README's shell blocks, in order, after ``inftda-sql
-  demo`` (run with ``--scale 0.01`` to stay quick), and the error line the README shows.
+  names. Then the SQL of "SQL clients and DBeaver" (``docs/how-to/sql-clients.md``) on the
+  files they made.
+* Every ``inftda-sql`` line of the shell blocks of "Command line" and "Publishing", in order,
+  after ``inftda-sql demo`` (run with ``--scale 0.01`` to stay quick), and the error line
+  "Command line" shows.
+* The command lines of "Count-of-counts histograms" on the tables its doctest creates.
 """
 
 from __future__ import annotations
@@ -27,13 +32,18 @@ import pytest
 from inftda_sql.cli import main
 from tests.conftest import shared_path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+GETTING_STARTED = DOCS / "getting-started.md"
+SQL_CLIENTS = DOCS / "how-to" / "sql-clients.md"
+COMMAND_LINE = DOCS / "how-to" / "command-line.md"
+PUBLISHING = DOCS / "how-to" / "publishing.md"
+COUNT_OF_COUNTS = DOCS / "how-to" / "count-of-counts.md"
 UK = "uk_ew_census2021_odwp01_msoa"
 
 
-def section(title: str) -> str:
-    """The text of the README's ``## title`` section, up to the next ``## `` heading."""
-    text = README.read_text(encoding="utf-8")
+def section(title: str, page: Path = GETTING_STARTED) -> str:
+    """The text of the page's ``## title`` section, up to the next ``## `` heading."""
+    text = page.read_text(encoding="utf-8")
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]
@@ -154,7 +164,7 @@ def test_your_own_data_on_the_command_line(folder: Path) -> None:
     check_release(folder, inputs)
     # then "Using it from DBeaver / the DuckDB CLI": the CLI's query on out.duckdb (in this
     # folder), the IDE's on public.duckdb (no file path needed there)
-    clients = section("Using it from DBeaver / the DuckDB CLI")
+    clients = SQL_CLIENTS.read_text(encoding="utf-8").split("\n## Older DuckDB versions\n")[0]
     queries = [q for block in blocks(clients, "sh") for q in duckdb_cli_queries(block)]
     assert [file for file, _ in queries] == ["out.duckdb"]
     (ide_sql,) = blocks(clients, "sql")
@@ -170,7 +180,7 @@ def test_your_own_data_in_python(folder: Path) -> None:
     inputs = {p.name: digest(p) for p in folder.glob("*.parquet")}
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, "README.md: Your own data", "exec"), {"__name__": "readme"})
+        exec(compile(code, "getting-started.md: Your own data", "exec"), {"__name__": "docs"})
     assert "commuters" in printed.getvalue()
     check_release(folder, inputs)
 
@@ -182,7 +192,7 @@ def test_every_other_command_runs_after_the_demo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    text = README.read_text(encoding="utf-8").replace(section("Your own data"), "")
+    text = COMMAND_LINE.read_text(encoding="utf-8") + PUBLISHING.read_text(encoding="utf-8")
     commands = [argv for block in blocks(text, "sh") for argv in inftda_commands(block)]
     assert commands[0] == ["demo"]
     assert {c[0] for c in commands} >= {"plan", "release", "evaluate", "budget", "ledger"}
@@ -197,8 +207,10 @@ def test_every_other_command_runs_after_the_demo(
         assert main(argv) == 0, (argv, capsys.readouterr().err)
     assert (tmp_path / "errors.png").exists() and (tmp_path / "public.duckdb").exists()
     capsys.readouterr()
-    # the error the README shows, word for word
-    (shown,) = [b for b in blocks(section("Command line"), "text") if b.startswith("$ ")]
+    # the error "Command line" shows, word for word
+    (shown,) = [
+        b for b in blocks(COMMAND_LINE.read_text(encoding="utf-8"), "text") if b.startswith("$ ")
+    ]
     typed, error = shown.strip().splitlines()
     assert main(shlex.split(typed.removeprefix("$ "))[1:]) == 1
     assert capsys.readouterr().err.strip() == error
@@ -207,10 +219,11 @@ def test_every_other_command_runs_after_the_demo(
 def test_count_of_counts_commands_run_on_the_example_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The section's command lines, on the tables its Python example creates (in my.duckdb);
-    the Python example itself runs as a doctest of the README."""
+    """The command lines of "Count-of-counts histograms" (``docs/how-to/count-of-counts.md``),
+    on the tables its Python example creates (in my.duckdb); the Python example itself runs as
+    a doctest of the page."""
     monkeypatch.chdir(tmp_path)
-    text = section("Count-of-counts histograms")
+    text = COUNT_OF_COUNTS.read_text(encoding="utf-8")
     (code,) = blocks(text, "python")
     (shell,) = [b for b in blocks(text, "text") if "inftda-sql" in b]
     namespace: dict[str, object] = {}

@@ -1,5 +1,6 @@
-"""The README's "One InfTDA level in plain SQL", run as printed: its IntOpt is the library's on
-the same noisy values, and without noise its output is release()'s."""
+"""The script "One InfTDA level in plain SQL" (docs/how-to/sql-building-blocks.md), run as
+printed: its IntOpt is the library's on the same noisy values, and without noise its output is
+release()'s."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ BUDGET = "SET VARIABLE epsilon = 1.0;"
 
 
 def readme_script() -> str:
-    """The ```sql block of the README that starts with FIRST_LINE."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The ```sql block of the page that starts with FIRST_LINE."""
+    text = (ROOT / "docs" / "how-to" / "sql-building-blocks.md").read_text(encoding="utf-8")
     blocks = [b.split("```", 1)[0] for b in text.split("```sql\n")[1:]]
     (script,) = [b for b in blocks if b.startswith(FIRST_LINE)]
     assert script.count(BUDGET) == 1

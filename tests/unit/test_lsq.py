@@ -186,13 +186,113 @@ def test_combine_codes_both_paths_agree() -> None:
     assert len(set(zip(small.tolist(), big.tolist(), strict=True))) == n_small
 
 
-def test_too_many_dense_cells_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_too_large_a_newton_system_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     problem, _ = lattice(
         np.random.default_rng(6), na=6, nb=5, nt=3, ga=2, gb=2, scale=3.0, uniform=False
     )
-    monkeypatch.setattr(lsq, "MAX_DENSE_CELLS", 3)
-    with pytest.raises(SpecError, match="dense Newton system, more than 3; coarsen or drop"):
+    monkeypatch.setattr(lsq, "MAX_COARSE_CELLS", 30)
+    with pytest.raises(
+        SpecError, match=r"Newton system, more than 30 \(its memory\); coarsen or drop"
+    ):
         solve(problem)
+
+
+# ------------------------------------------------------------------------------------------------
+# the iterative path (conjugate gradients on the Schur complement), forced on small instances
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape=SHAPES, seed=st.integers(0, 2**32 - 1))
+def test_iterative_path_matches_reference_solver(shape: dict[str, object], seed: int) -> None:
+    problem, _ = lattice(np.random.default_rng(seed), **shape)  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lsq, "MAX_DENSE_CELLS", 0)
+        sol = solve(problem)
+    assert sol.dense_cells == 0
+    ours, best = problem.objective(sol.x), problem.objective(reference(problem))
+    assert ours <= best * (1 + 1e-6) + 1e-9
+    assert kkt_residual(problem, sol.x) < 1e-6
+
+
+@settings(max_examples=100, deadline=None)
+@given(shape=SHAPES, seed=st.integers(0, 2**32 - 1))
+def test_iterative_path_exact_total_is_met_and_optimal(shape: dict[str, object], seed: int) -> None:
+    problem, truth = lattice(np.random.default_rng(seed), exact_total=True, **shape)  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lsq, "MAX_DENSE_CELLS", 0)
+        x = solve(problem).x
+    assert x.min() >= 0
+    assert x.sum() == pytest.approx(truth.sum(), rel=1e-9, abs=1e-7)
+    if truth.sum() > 0:
+        assert kkt_residual(problem, x, exact=True) < 1e-6
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_iterative_path_with_several_exact_features(seed: int) -> None:
+    """Exact total and exact periods (t): the Newton matrix has zero rows (a period whose
+    leaves are all non-positive) and the exact features are linearly dependent (the periods
+    sum to the total). Both constraints hold and the objective matches the direct solver's."""
+    rng = np.random.default_rng(seed)
+    problem, truth = lattice(
+        rng, na=5, nb=4, nt=3, ga=2, gb=2, scale=3.0, uniform=bool(seed % 2), lam=0.3
+    )
+    t_map = problem.maps[1]
+    assert t_map is not None
+    periods = np.bincount(t_map, weights=truth, minlength=problem.sizes[1])
+    exact = LatticeProblem(
+        problem.maps,
+        problem.sizes,
+        (np.array([float(truth.sum())]), periods, *problem.targets[2:]),
+        problem.weights,
+        (True, True, False, False, False),
+        problem.leaf,
+    )
+    direct = solve(exact)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lsq, "MAX_DENSE_CELLS", 0)
+        iterative = solve(exact)
+    assert iterative.dense_cells == 0 and direct.dense_cells > 0
+    x = iterative.x
+    assert x.min() >= 0
+    assert np.allclose(np.bincount(t_map, weights=x, minlength=problem.sizes[1]), periods)
+    free = LatticeProblem(
+        problem.maps, problem.sizes, exact.targets, problem.weights, (False,) * 5, problem.leaf
+    )
+    assert free.objective(x) == pytest.approx(free.objective(direct.x), rel=1e-7, abs=1e-9)
+
+
+def test_iterative_path_when_the_atoms_are_the_leaves() -> None:
+    """Two incomparable coarse features that meet in the leaves (every atom one leaf, the
+    counting shortcut of the atoms): the reference solver agrees."""
+    rng = np.random.default_rng(8)
+    na, nb = 9, 8
+    a, b = (x.ravel() for x in np.meshgrid(np.arange(na), np.arange(nb), indexing="ij"))
+    ta, tb = rng.integers(0, 3, na)[a], rng.integers(0, 3, nb)[b]
+    truth = rng.poisson(0.7, a.size) * rng.integers(0, 6, a.size)
+    maps: list[np.ndarray | None] = [
+        np.zeros(a.size, np.int64),
+        ta * 3 + tb,
+        a * 3 + tb,
+        ta * nb + b,
+    ]
+    maps = [combine_codes(np.zeros(a.size, np.int64), 1, m, int(m.max()) + 1)[0] for m in maps]  # type: ignore[arg-type]
+    sizes = [int(m.max()) + 1 for m in maps] + [a.size]  # type: ignore[union-attr]
+    maps.append(None)
+    targets = tuple(
+        (truth if m is None else np.bincount(m, weights=truth, minlength=s))
+        + np.round(rng.laplace(0.0, 2.0, s))
+        for m, s in zip(maps, sizes, strict=True)
+    )
+    problem = LatticeProblem(
+        tuple(maps), tuple(sizes), targets, tuple(1 / s for s in sizes), (False,) * 5, 4
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lsq, "MAX_DENSE_CELLS", 0)
+        sol = solve(problem)
+    assert sol.atoms == a.size and sol.cg_iterations > 0
+    ours, best = problem.objective(sol.x), problem.objective(reference(problem))
+    assert ours <= best * (1 + 1e-6) + 1e-9
+    assert kkt_residual(problem, sol.x) < 1e-6
 
 
 def test_paper_sized_instance_converges() -> None:
@@ -226,3 +326,17 @@ def test_paper_sized_instance_converges() -> None:
     sol = solve(p)
     assert sol.newton_steps < 100
     assert kkt_residual(p, sol.x) < 1e-6
+
+
+def test_direct_solver_only_for_small_lapack_systems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The automatic choice: direct while its dense systems fit MAX_LAPACK_CELLS, else CG;
+    both reach the same optimum."""
+    problem, _ = lattice(
+        np.random.default_rng(9), na=8, nb=7, nt=4, ga=3, gb=3, scale=3.0, uniform=False
+    )
+    direct = solve(problem)
+    monkeypatch.setattr(lsq, "MAX_LAPACK_CELLS", 0)
+    iterative = solve(problem)
+    assert (direct.solver, iterative.solver) == ("direct", "cg")
+    assert direct.dense_cells > 0 and iterative.dense_cells == 0
+    assert problem.objective(iterative.x) == pytest.approx(problem.objective(direct.x), rel=1e-9)

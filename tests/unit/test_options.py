@@ -1,5 +1,6 @@
 """The release options are declared once (inftda_sql._options): the Python front doors, the
-command line, the TOML config and the README's table all agree with that one table."""
+command line, the TOML config and the table of docs/how-to/command-line.md all agree with that
+one table."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import inftda_sql
 from inftda_sql._options import RELEASE_OPTIONS, Option, markdown_table, options_for
 from inftda_sql.cli import parse
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "command-line.md"
 
 
 def _keywords(func: object) -> list[inspect.Parameter]:
@@ -83,11 +84,11 @@ def test_a_flag_gives_its_keyword(opt: Option) -> None:
 
 
 def test_readme_option_table_is_generated_from_the_schema() -> None:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     match = re.search(r"<!-- options:start -->\n(.*?)\n<!-- options:end -->", text, re.S)
-    assert match, "README.md lost its option table markers"
+    assert match, "docs/how-to/command-line.md lost its option table markers"
     assert match.group(1).strip() == markdown_table(), (
-        "the README's option table is stale: regenerate it with python -m inftda_sql._options"
+        "the option table of docs/how-to/command-line.md is stale: regenerate it with python -m inftda_sql._options"
     )
 
 

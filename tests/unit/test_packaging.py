@@ -40,6 +40,7 @@ def test_public_names_are_pinned() -> None:
         "intopt",
         "ledger",
         "plan",
+        "plot_bounds",
         "plot_evaluation",
         "plot_zoom",
         "publish",

@@ -9,6 +9,7 @@ import pytest
 import inftda_sql
 from inftda_sql._planning import plan
 from inftda_sql.core.accounting import Budget, account
+from inftda_sql.core.bounds import noise_quantile, noise_tail
 from tests.system.helpers import make_od
 
 
@@ -123,9 +124,10 @@ def test_the_bound_is_explained_next_to_the_simulation() -> None:
     assert p.root_noise_bound is None
     for i, lv in enumerate(p.levels):
         assert lv.bound == pytest.approx(2 * sum(noise[: i + 1]))
-        assert lv.noise_bound == pytest.approx(
-            lv.sigma * (2 * math.log(2 * lv.nodes * 3 / 0.1)) ** 0.5
-        )
+        # the exact discrete Gaussian tail, union over every node of the 3 levels (issue 25)
+        assert lv.noise_bound == noise_quantile(lv.sigma, 0.1 / (3 * lv.nodes))
+        assert noise_tail(int(lv.noise_bound), lv.sigma) <= 0.1 / (3 * lv.nodes)
+        assert lv.noise_bound <= lv.sigma * (2 * math.log(2 * lv.nodes * 3 / 0.1)) ** 0.5
     text = " ".join(str(p).split("\n\n", 1)[1].split())  # the lines under the table
     last = p.levels[-1]
     assert text.startswith(

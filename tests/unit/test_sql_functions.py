@@ -7,7 +7,9 @@ import math
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -677,3 +679,71 @@ def test_intopt_errors_do_not_show_the_noisy_values(fcon: duckdb.DuckDBPyConnect
     assert "123457" not in text and "765431" not in text
     text = fails(fcon, "SELECT intopt([], 987653)")
     assert "987653" not in text
+
+
+# ------------------------------------------------------------------------- extreme arguments
+
+
+@pytest.mark.parametrize(
+    ("sql", "name", "value"),
+    [
+        ("SELECT dp_discrete_gaussian(3e18)", "sigma", "3e+18"),
+        ("SELECT dp_discrete_gaussian(1e300)", "sigma", "1e+300"),
+        ("SELECT dp_discrete_laplace(1e19)", "scale", "1e+19"),
+        ("SELECT dp_discrete_laplace(s) FROM (VALUES (1.0), (1e19)) v(s)", "scale", "1e+19"),
+        (
+            "SELECT dp_discrete_gaussian(s) FROM (VALUES (1.0), (2.0), (1e300)) v(s)",
+            "sigma",
+            "1e+300",
+        ),
+    ],
+)
+def test_noise_beyond_bigint_is_refused_with_its_range(
+    fcon: duckdb.DuckDBPyConnection, sql: str, name: str, value: str
+) -> None:
+    """A scale whose draws could overflow the BIGINT result (2**63) is refused, every time,
+    with the range and the fix; not an OverflowError of the UDF now and then."""
+    for _ in range(3):
+        text = fails(fcon, sql)
+        assert "OverflowError" not in text
+        assert f"{name} must be at most 2**57 (about 1.4e17), got {value}" in text
+        assert "check the budget it was computed from" in text
+
+
+def test_noise_at_the_largest_scale_still_draws(fcon: duckdb.DuckDBPyConnection) -> None:
+    assert isinstance(one(fcon, "SELECT dp_discrete_gaussian(2.0 ** 57)"), int)
+    assert isinstance(one(fcon, "SELECT dp_discrete_laplace(2.0 ** 57)"), int)
+
+
+def test_dp_sigma_beyond_double_is_a_clear_error(fcon: duckdb.DuckDBPyConnection) -> None:
+    text = fails(fcon, "SELECT dp_sigma(1e-300, 1e300)")
+    assert "OverflowError" not in text
+    assert text.endswith(
+        "dp_sigma: sensitivity / sqrt(2 rho) is beyond DOUBLE's range for rho = 1e-300 and "
+        "sensitivity = 1e+300; such noise would hide any count: raise rho"
+    )
+
+
+@pytest.mark.parametrize(
+    ("rho", "sensitivity"),
+    [(1.7976931348623157e308, 1e-20), (5e-324, 5e-324), (1e308, 1.0), (1e300, 5e-324)],
+)
+def test_dp_sigma_of_extreme_doubles_returns_at_once(rho: float, sensitivity: float) -> None:
+    """2 * rho overflowing (or a tiny quotient underflowing) sent sigma to 0 and the rounding
+    loop walked up from there one float at a time: hours. Run in a thread with a deadline."""
+    con = duckdb.connect()
+    register(con)
+    out: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: out.append(one(con, "SELECT dp_sigma(?, ?)", [rho, sensitivity])),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "dp_sigma did not return within 30 s"
+    sigma = out[0]
+    assert sigma == sigma_for(sensitivity, rho)
+    # the smallest float with sensitivity^2 / (2 sigma^2) <= rho, exactly
+    assert 2 * Fraction(rho) * Fraction(sigma) ** 2 >= Fraction(sensitivity) ** 2
+    below = math.nextafter(sigma, 0.0)
+    assert 2 * Fraction(rho) * Fraction(below) ** 2 < Fraction(sensitivity) ** 2

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
@@ -176,7 +177,9 @@ class Budget(metaclass=_BudgetKind):
         Raises:
             BudgetError: both ``rho`` and ``epsilon``, neither, ``epsilon`` without ``delta``,
                 a non-positive, NaN, boolean or non-numeric value, ``delta`` outside (0, 1),
-                or an unknown conversion. The message names the value and the fix.
+                an unknown conversion, or a finite budget beyond float's range (a ``rho`` whose
+                epsilon overflows or that is subnormal, a pure ``epsilon`` whose rho overflows).
+                The message names the value and the fix.
 
         Warns:
             UserWarning: a finite epsilon above ``EPSILON_WARN_THRESHOLD = 20``.
@@ -221,8 +224,25 @@ class Budget(metaclass=_BudgetKind):
                     " for exact (non-private) counts",
                     param="rho",
                 )
+            if r < sys.float_info.min:  # subnormal: no level's share of it is exact
+                raise BudgetError(
+                    f"rho={rho!r} is too small to be a budget: its noise (sigma above 1e150) "
+                    "would hide any count; raise ",
+                    Arg("rho"),
+                    param="rho",
+                )
             d = DEFAULT_REPORT_DELTA if delta is None else _check_delta(delta)
             e = rho_to_epsilon(r, d, conv)
+            if math.isinf(e) and math.isfinite(r):
+                raise BudgetError(
+                    f"rho={rho!r} is too large to be a privacy budget: its epsilon (at delta "
+                    f"{d:g}) overflows to infinity; pass a plausible rho (e.g. ",
+                    Arg("rho", 0.5),
+                    "; above about 1 a release protects little), or ",
+                    Arg("rho", math.inf),
+                    " for exact (non-private) counts",
+                    param="rho",
+                )
             budget = RhoZCDPBudget(rho=r, epsilon=e, delta=d, conversion=conv)
         else:
             e = _number("epsilon", epsilon)
@@ -238,6 +258,7 @@ class Budget(metaclass=_BudgetKind):
                     param="epsilon",
                 )
             if delta is None and pure:
+                _check_pure_range(epsilon, e)
                 budget = PureDPBudget(rho=pure_rho(e), epsilon=e, delta=0.0, conversion=conv)
                 _warn_large(budget)
                 return budget
@@ -285,6 +306,21 @@ class Budget(metaclass=_BudgetKind):
         if self.non_private:
             return "NON-PRIVATE budget: rho = inf, no noise (exact counts; a test oracle)"
         return self._describe()
+
+
+def _check_pure_range(given: object, epsilon: float) -> None:
+    """Refuse a finite pure ``epsilon`` whose zCDP ``rho = epsilon^2 / 2`` overflows: it would
+    read as an infinite budget, no noise at all. (A tiny one is the noise range's to refuse.)"""
+    if math.isfinite(epsilon) and math.isinf(pure_rho(epsilon)):
+        raise BudgetError(
+            f"epsilon={given!r} is too large to be a privacy budget: epsilon^2 / 2 overflows; "
+            "pass a plausible epsilon (e.g. ",
+            Arg("epsilon", 1.0),
+            "), or ",
+            Arg("epsilon", math.inf),
+            " for exact (non-private) counts",
+            param="epsilon",
+        )
 
 
 def _check_zcdp(budget: Budget, rho: float, epsilon: float, conversion: Conversion) -> float:

@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..._errors import Arg, BudgetError, InftdaWarning, SpecError
+from ..noise import SCALE_MAX
 from ._common import EPSILON_WARN_THRESHOLD, _as_list, _check_nonneg, _json_number, _number
 from .features import _laplace_scale
 from .hierarchy import split_rho
@@ -258,6 +259,8 @@ def count_of_counts_accounting(
         raise SpecError(
             f"max_size_share must be in [0, 1), got {max_size_share!r}", param="max_size_share"
         )
+    if math.isfinite(eps):  # first the whole epsilon: a tiny one cannot even be split
+        _check_scales(epsilon, sens, [eps], 0.0)
     eps_max = 0.0
     if share > 0.0:
         eps_max = eps * share if math.isfinite(eps) else math.inf
@@ -269,6 +272,7 @@ def count_of_counts_accounting(
         scales: tuple[float, ...] = (0.0,) * len(names)
         max_scale = 0.0
     else:
+        _check_scales(epsilon, sens, parts, eps_max)
         scales = tuple(_laplace_scale(sens, e) for e in parts)
         max_scale = _laplace_scale(1.0, eps_max) if eps_max else 0.0
     if math.isfinite(eps) and eps > EPSILON_WARN_THRESHOLD:
@@ -291,3 +295,23 @@ def count_of_counts_accounting(
         max_size_epsilon=0.0 if math.isinf(eps_max) else eps_max,
         max_size_scale=max_scale,
     )
+
+
+def _check_scales(
+    epsilon: object, sensitivity: float, parts: Sequence[float], max_size_epsilon: float
+) -> None:
+    """Refuse, from the accounting alone, an ``epsilon`` whose noise scale (sensitivity over a
+    level's part, 1 over the ``max_size`` part) is beyond what the discrete Laplace sampler
+    draws (``SCALE_MAX``: the draws must fit int64)."""
+    scales = [sensitivity / e if e > 0.0 else math.inf for e in parts]
+    if max_size_epsilon:
+        scales.append(1.0 / max_size_epsilon)
+    largest = max(scales, default=0.0)
+    if largest > SCALE_MAX:
+        raise BudgetError(
+            f"epsilon={epsilon!r} is so small that a level's noise has scale {largest:.3g}, "
+            "above the 2**57 (about 1.4e17) that the sampler draws from, and far above any "
+            "count; raise ",
+            Arg("epsilon"),
+            param="epsilon",
+        )

@@ -171,7 +171,9 @@ def sigma_for(sensitivity: float, rho: float) -> float:
     sensitivity, rho = d, r
     d2 = Fraction(sensitivity) ** 2
     two_rho = 2 * Fraction(rho)
-    sigma = sensitivity / math.sqrt(2.0 * rho)
+    # in this order neither 2 * rho overflows nor a tiny sensitivity underflows first: the
+    # loops below then move sigma by a few units in the last place, never from 0
+    sigma = sensitivity / math.sqrt(rho) / math.sqrt(2.0)
     while two_rho * Fraction(sigma) ** 2 < d2:
         sigma = math.nextafter(sigma, math.inf)
     while (below := math.nextafter(sigma, 0.0)) > 0.0 and two_rho * Fraction(below) ** 2 >= d2:

@@ -60,7 +60,8 @@ budget) and add them up. Everything is vectorised over nodes and runs; the only 
 over chunks, levels and the rounds of the proportional splits (one per piece of a size class).
 
 The modules: :mod:`.histograms` (the data), :mod:`.estimators` (per node), :mod:`.merge`
-(top-down matching) and :mod:`.release` (the whole release, the error). Import the names from
+(top-down matching), :mod:`.release` (the whole release, the error) and :mod:`.memory` (the
+working memory of a chunk, checked before the data is read). Import the names from
 this package, which re-exports them.
 """
 
@@ -76,10 +77,12 @@ from .levels import (
     truncate_sizes,
     with_empty_groups,
 )
+from .memory import BYTES_PER_ENTRY, check_memory, chunk_entries, size_limit
 from .merge import match_and_merge
 from .release import count_of_counts, emd_per_node, levels_from_leaves
 
 __all__ = [
+    "BYTES_PER_ENTRY",
     "CONSISTENCY",
     "MERGES",
     "CocLevel",
@@ -87,6 +90,8 @@ __all__ = [
     "CocResult",
     "Histograms",
     "Runs",
+    "check_memory",
+    "chunk_entries",
     "count_of_counts",
     "emd_per_node",
     "estimate_level",
@@ -95,6 +100,7 @@ __all__ = [
     "match_and_merge",
     "node_parents",
     "public_groups",
+    "size_limit",
     "truncate_sizes",
     "with_empty_groups",
 ]

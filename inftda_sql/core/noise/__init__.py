@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from .composed import CONV_R_MAX, CONV_TAIL_T
 from .gaussian import (
+    SCALE_MAX,
     SIGMA_CONV_MAX,
     SIGMA_TABLE_MAX,
     discrete_gaussian_pmf,
@@ -57,6 +58,7 @@ __all__ = [
     "LAPLACE_CONV_MAX",
     "LAPLACE_TABLE_MAX",
     "LAPLACE_TAIL_BITS",
+    "SCALE_MAX",
     "SIGMA_CONV_MAX",
     "SIGMA_TABLE_MAX",
     "TAIL_BOUND",

@@ -26,12 +26,27 @@ SIGMA_CONV_MAX: float = 2.0**56
 
 Larger sigmas use the exact (slow) rejection sampler of Canonne, Kamath & Steinke."""
 
+SCALE_MAX: float = 2.0**57
+"""Largest sigma (and discrete Laplace scale) drawn from: about 1.4e17. The draws are int64;
+at this scale one falls outside it with probability below exp(-64) (Laplace; far less for the
+Gaussian), and noise this large already hides any count."""
+
 # ---------------------------------------------------------------------------------------------
 # Public functions
 # ---------------------------------------------------------------------------------------------
 
 
+def _too_large(name: str, value: float) -> SpecError:
+    return SpecError(
+        f"{name} must be at most 2**57 (about 1.4e17) so that every draw fits int64, got "
+        f"{value!r}; noise that large hides any count: check the budget it was computed from",
+        param=name,
+    )
+
+
 def _draw(sigma: float, out: npt.NDArray[np.int64], source: RandomSource) -> None:
+    if sigma > SCALE_MAX:
+        raise _too_large("sigma", sigma)
     if out.size == 0 or sigma == 0.0:
         out[:] = 0
     elif sigma <= SIGMA_TABLE_MAX:

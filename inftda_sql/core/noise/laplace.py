@@ -15,7 +15,7 @@ import numpy.typing as npt
 from ..._errors import SpecError
 from ..rng import RandomSource, as_source
 from .composed import _draw_composed, _laplace_plan
-from .gaussian import _draw_grouped, _integer_points
+from .gaussian import SCALE_MAX, _draw_grouped, _integer_points, _too_large
 from .rejection import _Bits
 from .tables import _check_sigma, _check_size, _draw_table, _laplace_table
 
@@ -51,6 +51,8 @@ def _laplace_rational(bits: _Bits, t: int, s: int) -> int:
 
 
 def _draw_laplace(scale: float, out: npt.NDArray[np.int64], source: RandomSource) -> None:
+    if scale > SCALE_MAX:
+        raise _too_large("scale", scale)
     if out.size == 0 or scale == 0.0:
         out[:] = 0
     elif scale <= LAPLACE_TABLE_MAX:

@@ -26,7 +26,8 @@ changes it), and the catalog id (changed by ``CREATE OR REPLACE``) and row count
 ``INSERT``/``DELETE``) of every base table it reads. **It does not see an
 ``UPDATE`` that keeps the row count** (nor can DuckDB's storage metadata, cheaply or surely),
 which is why ``"full"`` is the default and ``"cached"`` is for inputs changed only by
-``INSERT``, ``DELETE`` or being replaced (the README says so). Inputs read from outside the catalog
+``INSERT``, ``DELETE`` or being replaced (the documentation says so). Inputs read from outside
+the catalog
 (files, Arrow tables, data frames) or given as relations have no fingerprint: they are checked
 every time.
 

@@ -21,6 +21,7 @@ from ...core.cells import LeafCells
 from ...core.coc import CocLevel, Histograms
 from ...core.domains import unwrap
 from ...core.features import Lattice
+from ...core.measurements import Collector
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
@@ -76,6 +77,8 @@ class DuckDBEngine:
         self._shared: list[int] = []  # per chain: how many chains read its domain
         self._output: Target | None = None
         self._view: Target | None = None
+        self._measurements: Target | None = None  # <output>_measurements (measurements=True)
+        self._measured: Collector | None = None  # what the mechanism drew (measurements=True)
         self._count: str | None = None
         self._count_is_integer = True
         self._domain_sql: list[str] = []
@@ -134,6 +137,8 @@ class DuckDBEngine:
             check_ledger_writable(self.con)
         if req.levels_view:
             self._view = resolve_target(self.con, req.levels_view)
+        if req.measurements:
+            self._measurements = resolve_target(self.con, req.measurements)
         inp = resolve_source(
             self.con, req.table, role="input table", temp_name=self.names.input, param="table"
         )
@@ -189,7 +194,12 @@ class DuckDBEngine:
         table (or a view either reads), or a name the library owns."""
         named = [(self.input, "the input")]
         named += [(d, f"the {self._domain_role(c)}") for c, d in enumerate(self._domains)]
-        check_targets(self.con, named, (self._output, self._view), overwrite=self.request.overwrite)
+        check_targets(
+            self.con,
+            named,
+            (self._output, self._view, self._measurements),
+            overwrite=self.request.overwrite,
+        )
 
     def resolve(self) -> None:
         req, spec = self.request, self.request.tree
@@ -342,6 +352,8 @@ class DuckDBEngine:
         return self._cells.level(self.request.tree, level, strides)
 
     def run_mechanism(self, mechanism: Mechanism, ctx: MechanismContext) -> TopDownResult:
+        if isinstance(ctx.measure, Collector):  # written with the release (measurements=True)
+            self._measured = ctx.measure
         return mechanism.run(ctx)
 
     def released(self, result: TopDownResult) -> tuple[tuple[LevelStats, ...], int]:
@@ -367,6 +379,9 @@ class DuckDBEngine:
             guarantee=req.guarantee,
             budget_override=req.budget_override,
             paths=[coded.paths for coded in self._coded],
+            measured=None
+            if self._measured is None or self._measurements is None
+            else (self._measurements, self._measured, [coded.tree for coded in self._coded]),
         )
         # after the release committed: what the next release can skip (best effort, in a
         # transaction of its own that Ctrl-C waits for: cut, it would stay open)

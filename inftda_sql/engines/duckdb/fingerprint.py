@@ -102,16 +102,20 @@ def changes(
 ) -> list[Change]:
     """What is no longer as the fingerprint says: each object replaced, edited or dropped.
     ``table``: the table the caller will read as the release's (it must be the one the
-    fingerprint names, not another object found under its name, e.g. a temporary table).
+    fingerprint names first, not another object found under its name, e.g. a temporary table;
+    a release's other tables, such as its noisy measurements, follow it).
 
     Raises ValueError for a fingerprint this version cannot read or compare.
     """
     home = home_database(con)
     out = []
-    for obj in _objects(fingerprint):
+    objects = _objects(fingerprint)
+    first = next((o["name"] for o in objects if o["kind"] == "table"), None)
+    for obj in objects:
         name, kind = obj["name"], obj["kind"]
         found = _find(con, name, home)
-        if kind == "table" and table is not None and found is not None and not found[0].same(table):
+        mine = kind == "table" and name == first and table is not None
+        if mine and found is not None and table is not None and not found[0].same(table):
             out.append(Change(name, kind, f"is not what the name now denotes ({table})"))
             continue
         if found is None:

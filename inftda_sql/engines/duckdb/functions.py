@@ -64,12 +64,14 @@ from ...core.accounting import epsilon_to_rho, level_sensitivities, rho_to_epsil
 from ...core.arrays import F64, I64
 from ...core.intopt import VALUE_LIMIT, intopt
 from ...core.noise import (
+    SCALE_MAX,
     draw_discrete_gaussian,
     draw_discrete_laplace,
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
 from ...core.rng import CSPRNGSource
+from .connection import require_open
 from .sql import run, template
 
 __all__ = ["SQL_FUNCTIONS", "SqlFunction", "register"]
@@ -246,6 +248,14 @@ def _scales(column: Any, name: str) -> F64:
             *hint,
             param=name,
         )
+    large = values > SCALE_MAX
+    if large.any():
+        raise SpecError(
+            f"{name} must be at most 2**57 (about 1.4e17), got {_shown(float(values[large][0]))}"
+            f" in {int(large.sum())} row(s): the draws are BIGINT and could overflow it; noise "
+            "that large hides any count, so check the budget it was computed from",
+            param=name,
+        )
     return values
 
 
@@ -295,8 +305,20 @@ def _dp_sensitivity(privacy: Any, contribution: Any, distinct: Any, leaf: Any) -
     return pa.array(value, type=pa.float64())
 
 
+def _sigma(rho: float, sensitivity: float) -> float:
+    """:func:`sigma_for`, with a clear error when the scale is beyond DOUBLE's range."""
+    try:
+        return sigma_for(sensitivity, rho)
+    except OverflowError:
+        raise SpecError(
+            f"sensitivity / sqrt(2 rho) is beyond DOUBLE's range for rho = {rho!r} and "
+            f"sensitivity = {sensitivity!r}; such noise would hide any count: raise rho",
+            param="rho",
+        ) from None
+
+
 def _dp_sigma(rho: Any, sensitivity: Any) -> Any:
-    sigma = _per_distinct(lambda r, d: sigma_for(d, r), _floats(rho), _floats(sensitivity))
+    sigma = _per_distinct(_sigma, _floats(rho), _floats(sensitivity))
     return pa.array(sigma, type=pa.float64())
 
 
@@ -440,8 +462,8 @@ def register(con: duckdb.DuckDBPyConnection) -> tuple[SqlFunction, ...]:
 
     They are building blocks: a SQL user who composes them is responsible for the privacy
     accounting (sensitivity, composition of every query's rho, a public domain of children,
-    post-processing only), and nothing they do is recorded in the ledger. See the README's
-    "Building blocks in SQL".
+    post-processing only), and nothing they do is recorded in the ledger. See
+    "The building blocks in SQL" (``docs/how-to/sql-building-blocks.md``).
 
     Args:
         con: an open DuckDB connection (read-only connections work too).
@@ -472,6 +494,7 @@ def register(con: duckdb.DuckDBPyConnection) -> tuple[SqlFunction, ...]:
             "duckdb.connect(...) or inftda_sql.connect(...)",
             param="con",
         )
+    require_open(con, "register")
     for function in SQL_FUNCTIONS:
         with contextlib.suppress(duckdb.InvalidInputException):  # not registered through con
             con.remove_function(function.udf)

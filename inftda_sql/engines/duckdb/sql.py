@@ -24,7 +24,16 @@ import pyarrow as pa
 
 from ..._interrupts import is_interrupt
 
-__all__ = ["arrow", "ident", "qualified", "render", "rows", "run", "scalar", "template"]
+__all__ = [
+    "arrow",
+    "ident",
+    "qualified",
+    "render",
+    "rows",
+    "run",
+    "scalar",
+    "template",
+]
 
 
 def ident(name: str) -> str:
@@ -82,12 +91,18 @@ def render(name: str, /, **parts: str) -> str:
 @contextlib.contextmanager
 def _interruptible() -> Iterator[None]:
     """DuckDB's reports of a Ctrl-C during a query, raised as the KeyboardInterrupt they were
-    (so that no ``except duckdb.Error`` of a caller takes one for a database error)."""
+    (so that no ``except duckdb.Error`` of a caller takes one for a database error); a CSV
+    file that cannot be parsed, as the InputDataError of :func:`.csv_errors.csv_error`."""
     try:
         yield
     except (RuntimeError, duckdb.Error) as exc:
         if is_interrupt(exc):
             raise KeyboardInterrupt from exc
+        from .csv_errors import csv_error  # here: csv_errors imports this module
+
+        translated = csv_error(exc)
+        if translated is not None:
+            raise translated from None
         raise
 
 

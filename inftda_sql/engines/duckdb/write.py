@@ -55,9 +55,11 @@ from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
 from ...core.arrays import I64
+from ...core.bounds import view_bounds
 from ...core.cells import sort_order
+from ...core.measurements import Collector
 from ...core.spec import TreeSpec
-from ...core.tree import TopDownResult
+from ...core.tree import ChainTree, TopDownResult
 from . import compile as _compile
 from . import fingerprint
 from .catalog import Resolved, Target, existing
@@ -69,7 +71,7 @@ from .ledger import (
     insert_release,
     next_release_id,
 )
-from .sql import run, scalar
+from .sql import ident, run, scalar
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -359,9 +361,13 @@ def write_release(
     guarantee: str,
     budget_override: bool,
     paths: Sequence[pa.Table],
+    measured: tuple[Target, Collector, Sequence[ChainTree]] | None = None,
 ) -> ReleaseRecord:
     """Write a hierarchy release and its ledger row atomically (:func:`record_release`);
     return the ledger row as written.
+
+    ``measured``: the table of noisy measurements to write with it (``measurements=True``), the
+    values the mechanism drew and the public domain that decodes their cells.
 
     Without ``output`` (a release returned in memory only) no table is written, but the budget
     check and the ledger row are the same: every release spends budget. ``paths``: every chain's
@@ -377,11 +383,16 @@ def write_release(
             _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered)
         )
         if view is not None:
-            statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql))
+            bounds = view_bounds(record.details)  # public constants from the ledger row
+            statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql, bounds))
+        if measured is not None:
+            target, collector, chains = measured
+            registered.append((names.measurements, collector.table(spec, chains, paths)))
+            statements.append(_compile.copy_table(target.ref.sql, ident(names.measurements)))
     return record_release(
         con,
         registered=registered,
-        targets=(output, view),
+        targets=(output, view, None if measured is None else measured[0]),
         statements=statements,
         overwrite=overwrite,
         record=record,

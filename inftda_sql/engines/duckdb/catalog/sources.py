@@ -17,6 +17,7 @@ from ....core.names import (
 )
 from .. import compile as _compile
 from ..compile import describe, drop_temp_view
+from ..csv_errors import check_csv_fields
 from ..sql import ident, render, rows, run
 from .files import resolve_files
 from .names import Resolved, home_database, lookup, resolve
@@ -43,11 +44,17 @@ def _file_source(
     )
     description = f"{files.kind} {files.pattern!r}"
     try:
-        return _source(con, sql, description, resolved)
+        source = _source(con, sql, description, resolved)
     except duckdb.Error as exc:
         raise error(
             f"{role} {text!r} cannot be read as a {files.kind} ({_first_line(exc)})", param=param
         ) from None
+    if files.format == "csv":
+        try:
+            check_csv_fields(con, files.pattern, files.files, source.names.values())
+        except InputDataError as exc:
+            raise error(f"{role}: ", *exc.parts, param=param) from None
+    return source
 
 
 def _first_line(exc: BaseException) -> str:
@@ -70,12 +77,27 @@ class Source:
     def column(self, name: str, role: str, error: type[Exception] = InputDataError) -> str:
         """The stored spelling of column ``name``, or a clear error listing what exists."""
         try:
-            return self.names[name.lower()]
+            stored = self.names[name.lower()]
         except KeyError:
             available = ", ".join(self.names.values())
             raise error(
                 f"column {name!r} ({role}) not in {self.description}; available: {available}"
             ) from None
+        if not _same_for_duckdb(stored, name):
+            raise error(
+                f"column {name!r} ({role}) is spelled {stored!r} in {self.description}; DuckDB "
+                f"ignores the case of ASCII letters only: write {stored!r}"
+            )
+        return stored
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _same_for_duckdb(a: str, b: str) -> bool:
+    """Whether DuckDB binds identifier ``b`` to ``a``: it folds the case of ASCII letters only
+    (``"MÜÑ"`` does not bind ``müñ``)."""
+    return a.translate(_ASCII_LOWER) == b.translate(_ASCII_LOWER)
 
 
 def type_family(duck_type: str) -> str:

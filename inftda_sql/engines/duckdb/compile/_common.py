@@ -32,6 +32,11 @@ class TempNames:
     def released(self) -> str:
         return f"{self.prefix}released"
 
+    @property
+    def measurements(self) -> str:
+        """The noisy measurements of a release, registered from Arrow (``measurements=``)."""
+        return f"{self.prefix}measurements"
+
     def part(self, index: int) -> str:
         """The code table of one table of a feature release's domain."""
         return f"{self.prefix}part_{index}"

@@ -5,6 +5,7 @@ released leaves decoded and written in code order (:func:`write_output`), the le
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from ....core.spec import TreeSpec
@@ -217,10 +218,20 @@ def insertion_order() -> str:
     return render("write_output.insertion_order")
 
 
-def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
-    """A view with every level of the release (level 0 = root) as sums of the leaves."""
+def levels_view(
+    spec: TreeSpec,
+    view_sql: str,
+    output_sql: str,
+    bounds: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> str:
+    """A view with every level of the release (level 0 = root) as sums of the leaves.
+
+    ``bounds``: per level name, ``(error bound, typical error)`` (public constants, see
+    :mod:`inftda_sql.core.bounds`; None is NULL), written as the columns ``error_bound`` and
+    ``typical_error``; without it the view has no such columns.
+    """
     all_cols = spec.columns
-    sets, cases, labels = [], [], []
+    sets, cases, labels, bound, typical = [], [], [], [], []
     for level, depths in enumerate(spec.levels):
         in_set = {col for chain, d in zip(spec.chains, depths, strict=True) for col in chain[:d]}
         mask = 0
@@ -230,6 +241,21 @@ def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
         cases.append(f"WHEN {mask} THEN {level}")
         name = spec.level_name(level).replace("'", "''")
         labels.append(f"WHEN {mask} THEN '{name}'")
+        if bounds is not None:
+            b, t = bounds.get(spec.level_name(level), (None, None))
+            bound.append(f"WHEN {mask} THEN {_number(b)}")
+            typical.append(f"WHEN {mask} THEN {_number(t)}")
+    extra = ""
+    if bounds is not None:
+        extra = (
+            ",\n       "
+            + render(
+                "levels_view.bounds",
+                cols=_cols(all_cols),
+                bound=" ".join(bound),
+                typical=" ".join(typical),
+            ).strip()
+        )
     return render(
         "levels_view",
         view=view_sql,
@@ -238,4 +264,12 @@ def levels_view(spec: TreeSpec, view_sql: str, output_sql: str) -> str:
         names=" ".join(labels),
         output=output_sql,
         sets=", ".join(sets),
+        bounds=extra,
     )
+
+
+def _number(value: float | None) -> str:
+    """A public constant as a SQL literal (NULL for None; finite floats only)."""
+    if value is None or not math.isfinite(value):
+        return "NULL"
+    return repr(float(value))
