@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .budget import Budget
+
+class _Stated(Protocol):
+    """What a budget states (every :class:`~.budget.Budget` has it): the numbers a summary
+    prints."""
+
+    @property
+    def rho(self) -> float: ...
+
+    @property
+    def epsilon(self) -> float: ...
+
+    @property
+    def delta(self) -> float: ...
+
+    @property
+    def conversion(self) -> str: ...
 
 
 class Guarantee(StrEnum):
@@ -39,7 +53,7 @@ class Guarantee(StrEnum):
         None when the guarantee does not add up in rho (then it is counted apart)."""
         return rho if self.composes_in_rho else None
 
-    def budget_line(self, budget: Budget, params: dict[str, Any]) -> str:
+    def budget_line(self, budget: _Stated, params: dict[str, Any]) -> str:
         """The budget of a release with this guarantee, in one line of its summary (without the
         ``budget:`` prefix); ``params`` are the mechanism's recorded parameters (the
         Stability Histogram's ``scale`` and ``threshold``).

@@ -1,25 +1,17 @@
 """CSV files DuckDB cannot parse, reported as the file, the line and the fix.
 
 :func:`csv_error` turns DuckDB's ``CSV Error on Line`` (raised while a query reads the file)
-into an :class:`InputDataError`; every query helper of :mod:`.sql` applies it.
-:func:`check_csv_fields` catches the case the sniffer hides: a line with another number of
-fields within its sample makes it read the whole file as one column.
+into an :class:`InputDataError`; every query helper of :mod:`.sql` applies it (the check of a
+file's fields the sniffer hides is :func:`.catalog.sources.check_csv_fields`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-from collections.abc import Iterable, Sequence
-
-import duckdb
 
 from ..._errors import InputDataError
-from .compile import string_literal
-from .sql import rows
 
-__all__ = ["check_csv_fields", "csv_error"]
+__all__ = ["csv_error"]
 
 
 _CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
@@ -34,6 +26,7 @@ def csv_error(exc: BaseException) -> InputDataError | None:
     which is private, is left out.
 
     Example:
+        >>> import duckdb
         >>> exc = duckdb.InvalidInputException(
         ...     "Invalid Input Error: CSV Error on Line: 3\\nOriginal Line: a,b\\n"
         ...     "Expected Number of Columns: 3 Found: 2\\n\\n  file = /d/trips.csv\\n")
@@ -71,38 +64,3 @@ def csv_error(exc: BaseException) -> InputDataError | None:
         f"{where} cannot be parsed{what}; fix the file, or read it into a table or view with "
         f"read_csv({path!r}, ...) and the options it needs, and name that instead"
     )
-
-
-_CSV_DELIMITERS = (",", ";", "\t", "|")
-
-
-def check_csv_fields(
-    con: duckdb.DuckDBPyConnection, pattern: str, files: Sequence[str], columns: Iterable[str]
-) -> None:
-    """DuckDB's sniffer reads a CSV file whose lines have different numbers of fields as one
-    column named after the whole header line (``'region,province,mun'``). Read such a file
-    again with the delimiter its header shows, so that the first line that does not fit is
-    named (the InputDataError of :func:`csv_error`) instead of a missing column."""
-    names_read = list(columns)
-    if len(names_read) != 1:
-        return
-    (header,) = names_read
-    if all(os.path.getsize(f) == 0 for f in files):
-        raise InputDataError(
-            f"CSV file {pattern!r} is empty; it needs a header line naming its columns "
-            "and a line per row"
-        )
-    delimiter = next((d for d in _CSV_DELIMITERS if d in header), None)
-    if delimiter is None:
-        return
-    names = [n.strip().strip('"') for n in header.split(delimiter)]
-    if not all(names) or len({n.lower() for n in names}) != len(names):
-        return
-    columns = ", ".join(f"{string_literal(n)}: 'VARCHAR'" for n in names)
-    paths = ", ".join(string_literal(f) for f in files)
-    sql = (
-        f"SELECT count(*) FROM read_csv([{paths}], auto_detect=false, header=true, "
-        f"delim={string_literal(delimiter)}, quote='\"', escape='\"', columns={{{columns}}})"
-    )
-    with contextlib.suppress(duckdb.Error):  # another problem: the columns as DuckDB read them
-        rows(con, sql)

@@ -23,6 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from ..._interrupts import is_interrupt
+from .csv_errors import csv_error
 
 __all__ = [
     "arrow",
@@ -98,8 +99,6 @@ def _interruptible() -> Iterator[None]:
     except (RuntimeError, duckdb.Error) as exc:
         if is_interrupt(exc):
             raise KeyboardInterrupt from exc
-        from .csv_errors import csv_error  # here: csv_errors imports this module
-
         translated = csv_error(exc)
         if translated is not None:
             raise translated from None

@@ -5,7 +5,8 @@ mapping as a :class:`Source` (SQL, columns, identity), and the checks of its col
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -16,8 +17,7 @@ from ....core.names import (
     file_spelling,
 )
 from .. import compile as _compile
-from ..compile import describe, drop_temp_view
-from ..csv_errors import check_csv_fields
+from ..compile import describe, drop_temp_view, string_literal
 from ..sql import ident, render, rows, run
 from .files import resolve_files
 from .names import Resolved, home_database, lookup, resolve
@@ -298,3 +298,38 @@ def check_domain_types(
                 f"column {col!r} is {it} in the input but {dt} in the {role}; cast one of them "
                 f"in a view (e.g. SELECT *, CAST({col} AS VARCHAR) ...) so both have the same type"
             )
+
+
+_CSV_DELIMITERS = (",", ";", "\t", "|")
+
+
+def check_csv_fields(
+    con: duckdb.DuckDBPyConnection, pattern: str, files: Sequence[str], columns: Iterable[str]
+) -> None:
+    """DuckDB's sniffer reads a CSV file whose lines have different numbers of fields as one
+    column named after the whole header line (``'region,province,mun'``). Read such a file
+    again with the delimiter its header shows, so that the first line that does not fit is
+    named (the InputDataError of :func:`csv_error`) instead of a missing column."""
+    names_read = list(columns)
+    if len(names_read) != 1:
+        return
+    (header,) = names_read
+    if all(os.path.getsize(f) == 0 for f in files):
+        raise InputDataError(
+            f"CSV file {pattern!r} is empty; it needs a header line naming its columns "
+            "and a line per row"
+        )
+    delimiter = next((d for d in _CSV_DELIMITERS if d in header), None)
+    if delimiter is None:
+        return
+    names = [n.strip().strip('"') for n in header.split(delimiter)]
+    if not all(names) or len({n.lower() for n in names}) != len(names):
+        return
+    columns = ", ".join(f"{string_literal(n)}: 'VARCHAR'" for n in names)
+    paths = ", ".join(string_literal(f) for f in files)
+    sql = (
+        f"SELECT count(*) FROM read_csv([{paths}], auto_detect=false, header=true, "
+        f"delim={string_literal(delimiter)}, quote='\"', escape='\"', columns={{{columns}}})"
+    )
+    with contextlib.suppress(duckdb.Error):  # another problem: the columns as DuckDB read them
+        rows(con, sql)
