@@ -188,10 +188,10 @@ def test_seeded_count_of_counts_release_equals_duckdb(cluster: Any, cdb: str) ->
     assert sk.total == duck.total and sk.max_size == duck.max_size
 
 
-def _slowed(make: Callable[..., Any]) -> Callable[..., Any]:
-    """A TopDown kernel factory whose blocks of level 2 each take two seconds longer: the level
-    (several blocks, on both executors) lasts long enough for an executor to die in its middle. The noise and the output are
-    unchanged."""
+def _slowed(make: Callable[..., Any], marks: str) -> Callable[..., Any]:
+    """A TopDown kernel factory whose blocks of level 2 each leave a mark (a file named by the
+    Python worker's pid in the folder ``marks``) and then take three seconds longer: an
+    executor can be killed while it runs one. The noise and the output are unchanged."""
 
     def slowed(level: int, *args: Any) -> Any:
         run = make(level, *args)
@@ -199,7 +199,8 @@ def _slowed(make: Callable[..., Any]) -> Callable[..., Any]:
             return run
 
         def slow_run(parents: Any, cells: Any) -> Any:
-            time.sleep(2.0)
+            Path(marks, str(os.getpid())).touch()
+            time.sleep(3.0)
             return run(parents, cells)
 
         return slow_run
@@ -207,43 +208,47 @@ def _slowed(make: Callable[..., Any]) -> Callable[..., Any]:
     return slowed
 
 
+def _ancestor(pid: int, among: list[int]) -> int | None:
+    """The process of ``among`` that ``pid`` descends from (``pid`` itself included)."""
+    while pid > 1 and pid not in among:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid
+    return pid if pid in among else None
+
+
 def test_an_executor_killed_in_a_level_leaves_the_release_or_nothing(
-    cluster: Any, italy: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+    cluster: Any, italy: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """SIGKILL one executor JVM while the tasks of a TopDown level run. Either Spark reruns
-    the lost tasks and the release is the seeded DuckDB one exactly (the same draws for every
-    block), with consistent levels and one ledger row; or it fails and nothing is left."""
+    """SIGKILL the executor JVM that runs a block of a TopDown level, while it runs it. Either
+    Spark reruns the lost tasks and the release is the seeded DuckDB one exactly (the same draws
+    for every block), with consistent levels and one ledger row; or it fails and nothing is
+    left."""
     import inftda_sql.spark
     from inftda_sql.engines.spark import topdown as spark_topdown
 
+    marks = tmp_path / "marks"
+    marks.mkdir()
     monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 3000)
-    monkeypatch.setattr(spark_topdown, "_kernel", _slowed(spark_topdown._kernel))
-    describe = spark_topdown.describe
-    level_started = threading.Event()
-
-    def spy(spark: Any, what: str | None) -> None:
-        describe(spark, what)
-        if what is not None and what.startswith(f"level {KILLED_LEVEL} (") and "noise" in what:
-            level_started.set()
-
-    monkeypatch.setattr(spark_topdown, "describe", spy)
+    monkeypatch.setattr(spark_topdown, "_kernel", _slowed(spark_topdown._kernel, str(marks)))
     duck = inftda_sql.release(italy, "trips", output="out", **ITALY)
-    before = _executors(cluster.sparkContext.applicationId)
+    app = cluster.sparkContext.applicationId
+    before = _executors(app)
     assert len(before) == 2, before
-    killed: list[tuple[int, bool]] = []  # the executor, and whether its level was running
+    killed: list[int] = []
+    done = threading.Event()
 
     def kill_in_the_level() -> None:
-        if not level_started.wait(timeout=300):
-            return
-        tracker = cluster.sparkContext.statusTracker()
-        deadline, busy = time.monotonic() + 60, False
-        while not busy and time.monotonic() < deadline:  # until the level's tasks run
-            stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-            busy = sum(s.numActiveTasks for s in stages if s is not None) >= 2  # both executors
+        while not done.is_set():  # until a block of the level runs
+            for mark in marks.iterdir():
+                victim = _ancestor(int(mark.name), _executors(app))
+                if victim is not None:
+                    os.kill(victim, signal.SIGKILL)
+                    killed.append(victim)
+                    return
             time.sleep(0.05)
-        victim = _executors(cluster.sparkContext.applicationId)[0]
-        os.kill(victim, signal.SIGKILL)
-        killed.append((victim, busy))
 
     killer = threading.Thread(target=kill_in_the_level, daemon=True)
     killer.start()
@@ -256,10 +261,10 @@ def test_an_executor_killed_in_a_level_leaves_the_release_or_nothing(
     else:
         failed = None
     took = time.perf_counter() - t0
-    killer.join(timeout=120)
-    assert killed, "no executor was killed: the level never started"
-    victim, busy = killed[0]
-    assert victim in before and busy, "the executor was not killed in the middle of the level"
+    done.set()
+    killer.join(timeout=60)
+    assert killed and killed[0] in before, "no executor was killed while it ran a block"
+    victim = killed[0]
     releases = inftda_sql.spark.ledger(cluster).releases
     if failed is not None:
         assert not cluster.catalog.tableExists("out"), failed
