@@ -189,9 +189,10 @@ def test_seeded_count_of_counts_release_equals_duckdb(cluster: Any, cdb: str) ->
 
 
 def _slowed(make: Callable[..., Any], marks: str) -> Callable[..., Any]:
-    """A TopDown kernel factory whose blocks of level 2 each leave a mark (a file named by the
-    Python worker's pid in the folder ``marks``) and then take three seconds longer: an
-    executor can be killed while it runs one. The noise and the output are unchanged."""
+    """A TopDown kernel factory whose blocks of level 2 each draw their noise, leave a mark (a
+    file named by the Python worker's pid in the folder ``marks``) and take three seconds longer
+    before they return: an executor can be killed after it drew a block's noise and before the
+    block reached the output. The noise and the output are unchanged."""
 
     def slowed(level: int, *args: Any) -> Any:
         run = make(level, *args)
@@ -199,9 +200,10 @@ def _slowed(make: Callable[..., Any], marks: str) -> Callable[..., Any]:
             return run
 
         def slow_run(parents: Any, cells: Any) -> Any:
+            out = run(parents, cells)  # the block's noise is drawn: now the executor may die
             Path(marks, str(os.getpid())).touch()
             time.sleep(3.0)
-            return run(parents, cells)
+            return out
 
         return slow_run
 
@@ -263,7 +265,9 @@ def test_an_executor_killed_in_a_level_leaves_the_release_or_nothing(
     took = time.perf_counter() - t0
     done.set()
     killer.join(timeout=60)
-    assert killed and killed[0] in before, "no executor was killed while it ran a block"
+    assert killed and killed[0] in before, (
+        f"no executor was killed while it ran a block: {failed!r}"
+    )
     victim = killed[0]
     releases = inftda_sql.spark.ledger(cluster).releases
     if failed is not None:
