@@ -11,7 +11,6 @@ missing.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,7 +143,7 @@ def test_a_domain_reading_the_input_is_refused_before_any_work(
     assert info.value.param == "domain"
     assert "domain_from_data=True" in str(info.value)
     assert not spark.catalog.tableExists("out")
-    assert inftda_sql.spark.ledger(spark) == []
+    assert inftda_sql.spark.ledger(spark).releases == []
 
 
 def test_a_public_view_is_a_domain_and_outputs_protect_what_views_read(
@@ -163,38 +162,22 @@ def test_a_public_view_is_a_domain_and_outputs_protect_what_views_read(
         assert info.value.param == "output"
 
 
-def _set_budget(spark: Any, table: str, rho: float) -> None:
-    from inftda_sql.engines.records import BudgetRecord
-    from inftda_sql.engines.spark.ledger import namespace_of, upsert_budget
-
-    budget = inftda_sql.Budget.from_args(rho=rho)
-    record = BudgetRecord(
-        input_table=table,
-        rho=budget.rho,
-        epsilon=budget.epsilon,
-        delta=budget.delta,
-        conversion=budget.conversion,
-        set_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-    )
-    upsert_budget(spark, namespace_of(spark, "x"), record)
-
-
 def test_a_budget_is_charged_to_the_base_table_a_view_reads(spark: Any, sdb: str, db: Path) -> None:
     import inftda_sql.spark
 
     base = f"spark_catalog.{sdb}.persons"
-    _set_budget(spark, base, rho=1.0)
+    inftda_sql.spark.set_budget(spark, "persons", rho=1.0)
     spark.sql("CREATE VIEW persons_v AS SELECT * FROM persons")
     spark.sql("CREATE TEMP VIEW persons_tv AS SELECT * FROM persons_v")
     _release(spark, "persons_v", rho=0.6, output="first")
-    (row,) = inftda_sql.spark.ledger(spark)
-    assert row.base_tables == [base]
+    (row,) = inftda_sql.spark.ledger(spark).releases
+    assert row["base_tables"] == [base]
     for table in ("persons_tv", spark.table("persons").filter("u <> 'nobody'")):
         with pytest.raises(BudgetError, match=f"this release of '{base}' would spend rho=0.6"):
             _release(spark, table, rho=0.6, output="second")
     assert not spark.catalog.tableExists("second")
     _release(spark, spark.table("persons_tv"), rho=0.4, output="second")  # what is left
-    assert [r.base_tables for r in inftda_sql.spark.ledger(spark)] == [[base], [base]]
+    assert [r["base_tables"] for r in inftda_sql.spark.ledger(spark).releases] == [[base], [base]]
     # rows from outside the catalog cannot be charged while budgets are stored
     local = spark.createDataFrame(_persons()).select("r", "c")
     with pytest.raises(BudgetError, match="outside the catalog"):

@@ -154,9 +154,8 @@ class SparkEngine(FeatureStages, CocStages):
 
     def prepare(self) -> str | None:
         req = self.request
-        # before anything reads the data: the ledger can be written, the workers can run
+        # before anything reads the data: the ledger can be written
         self._ledger = open_ledger(self.spark, self._ledger_given)
-        check_workers(self.spark)
         self._input = resolve_source(self.spark, req.table, role="input table", param="table")
         resolved: dict[int, SparkSource] = {}  # one geography serving several chains: read once
         for c, given in enumerate(req.domains or ()):
@@ -176,6 +175,9 @@ class SparkEngine(FeatureStages, CocStages):
         self._domain_reads = [reads[id(dom)] for dom in self._domains]
         self._check_domains_are_not_the_input()
         self._check_targets()
+        # the refusals above read the catalog only; the first Spark job checks the workers,
+        # still before any private data is read
+        check_workers(self.spark)
         keys, outside = self._charge()
         note, self._reservation = self.ledger.reserve(
             keys,
