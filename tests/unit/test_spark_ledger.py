@@ -165,3 +165,28 @@ def test_budget_rows_append_and_the_newest_holds(tmp_path: Path) -> None:
     ledger.set_budget(dataclasses.replace(_budget(2.0), set_at=dt.datetime(2026, 1, 2)))
     assert [b.rho for b in ledger.read_budgets()] == [1.0, 2.0]
     assert ledger.budgets()[KEY.lower()].rho == 2.0
+
+
+@pytest.mark.parametrize("first", ["reservations", "_rows"])
+def test_a_release_that_commits_between_the_two_reads_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    """Whichever of its two reads (reservations, committed rows) spent() makes first, another
+    release that writes its row and withdraws its reservation right after that read is counted
+    once: reading the rows first, it would be in neither and its rho missed (an overspend)."""
+    ledger = open_folder(tmp_path)
+    _, other = ledger.reserve([KEY], None, Budget.from_args(rho=0.3), "zCDP", override=False)
+    real = getattr(type(ledger), first)
+    done: list[bool] = []
+
+    def read_then_commit(self: object) -> object:
+        found = real(self)
+        if not done:  # the other release ends between the two reads
+            done.append(True)
+            ledger.append_release(_record(), other)
+            ledger.withdraw(other)
+        return found
+
+    monkeypatch.setattr(type(ledger), first, read_then_commit)
+    rho, n, _ = ledger.spent(KEY)
+    assert done and (rho, n) == (pytest.approx(0.3), 1)

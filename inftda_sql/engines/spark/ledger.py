@@ -293,14 +293,20 @@ class FileLedger:
         self, key: str, *, besides: Reservation | None = None, reserved: bool = True
     ) -> tuple[float, int, int]:
         """What base table ``key`` has spent: (zCDP rho, releases, releases not in rho), over
-        the committed rows and the reservations of other releases in progress."""
+        the committed rows and the reservations of other releases in progress.
+
+        The reservations are read BEFORE the rows: a release writes its row, then withdraws its
+        reservation, so a reservation gone when they are read belongs to a row the later read
+        of the rows sees (read the other way round, a release committing in between would be
+        in neither, and its spend missed)."""
+        pending = list(self.reservations()) if reserved else []
         rows = self._rows()
         committed = {p.get("reservation") for p in rows}
         charges: list[tuple[Sequence[str], float | None, str]] = [
             (p["record"].get("base_tables") or [], p["record"]["rho"], p["record"]["guarantee"])
             for p in rows
         ]
-        for r in self.reservations() if reserved else ():
+        for r in pending:
             if r.id not in committed and (besides is None or r.id != besides.id):
                 charges.append((r.keys, r.rho, r.guarantee))
         rho, n, approx = 0.0, 0, 0
