@@ -58,12 +58,13 @@ def _tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def run_sampled(args: list[str], script: str = __file__, interval: float = 0.2) -> dict[str, Any]:
-    """Run ``script`` with ``args`` as a worker subprocess (its last output line is JSON),
-    sampling the peak RSS of its process tree (JVM and Python workers) every ``interval`` s."""
-    proc = subprocess.Popen(
-        [sys.executable, script, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
+def run_sampled(
+    args: list[str], script: str = __file__, interval: float = 0.2, python: str = sys.executable
+) -> dict[str, Any]:
+    """Run ``script`` with ``args`` as a worker subprocess of interpreter ``python`` (its last
+    output line is JSON; else the end of its stderr is the result's ``error``), sampling the peak
+    RSS of its process tree (JVM and Python workers) every ``interval`` s."""
+    proc = subprocess.Popen([python, script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0.0]
 
     def sample() -> None:
@@ -74,11 +75,14 @@ def run_sampled(args: list[str], script: str = __file__, interval: float = 0.2) 
     t = threading.Thread(target=sample, daemon=True)
     t0 = time.perf_counter()
     t.start()
-    out, _ = proc.communicate()
+    out, err = proc.communicate()
     wall = time.perf_counter() - t0
     t.join()
     lines = out.decode().strip().splitlines()
-    result: dict[str, Any] = json.loads(lines[-1]) if lines else {"error": "no output"}
+    try:
+        result: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        result = {"error": err.decode()[-3000:] or "no output"}
     result["process_seconds"] = round(wall, 1)
     result["peak_rss_mb"] = round(peak[0])
     return result

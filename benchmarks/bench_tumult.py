@@ -36,9 +36,7 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,40 +54,6 @@ LEVELS: list[tuple[list[str], list[str]]] = (
 def _level_name(k: int) -> str:
     o, d = LEVELS[k]
     return " x ".join(c for c in (o[-1:] + d[-1:])) or "root"
-
-
-def _tree_rss_mb(pid: int) -> float:
-    from bench_spark import _tree_rss_mb as tree
-
-    return tree(pid)
-
-
-def run_sampled(python: str, args: list[str], interval: float = 0.2) -> dict[str, Any]:
-    """Run this file as a worker with interpreter ``python``; its last output line is JSON."""
-    proc = subprocess.Popen(
-        [python, __file__, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    peak = [0.0]
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
-            time.sleep(interval)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t0 = time.perf_counter()
-    t.start()
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    t.join()
-    lines = out.decode().strip().splitlines()
-    try:
-        result: dict[str, Any] = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        result = {"error": err.decode()[-3000:]}
-    result["process_seconds"] = round(wall, 1)
-    result["peak_rss_mb"] = round(peak[0])
-    return result
 
 
 def _spark(cores: int, memory: str, work: Path, tumult: bool) -> Any:
@@ -314,7 +278,7 @@ def main() -> None:
         print(json.dumps(res))
         return
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_spark import _prepare
+    from bench_spark import _prepare, run_sampled
 
     work.mkdir(parents=True, exist_ok=True)
     _prepare(work, args.scale)
@@ -329,7 +293,9 @@ def main() -> None:
             python = args.tumult_python if side == "tumult" else sys.executable
             common = ["--scale", str(args.scale), "--rho", str(args.rho), "--work", args.work]
             res = run_sampled(
-                python, ["--worker", side, "--out", str(out), "--memory", args.memory, *common]
+                ["--worker", side, "--out", str(out), "--memory", args.memory, *common],
+                __file__,
+                python=python,
             )
             res["round"] = rnd
             if "error" not in res:
