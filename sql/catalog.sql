@@ -10,6 +10,26 @@ SELECT database_name, schema_name, view_name, 'view' AS kind
 FROM duckdb_views()
 WHERE NOT internal AND lower(view_name) = lower($$name)
 
+-- name: snapshot
+-- everything a release asks the catalog, in one read (see catalog/memo.py): where names are
+-- looked up and created, the attached databases, the schemas, every table and view (with the
+-- name lower-cased as DuckDB compares names), and the names asked about, lower-cased likewise
+SELECT 'context' AS what, current_database() AS a, current_schema() AS b,
+    current_setting('search_path') AS c, current_setting('explain_output') AS d,
+    NULL::BOOLEAN AS flag
+UNION ALL
+SELECT 'database', database_name, NULL, NULL, NULL, readonly FROM duckdb_databases()
+UNION ALL
+SELECT 'schema', database_name, schema_name, NULL, NULL, NULL FROM duckdb_schemas()
+UNION ALL
+SELECT 'table', database_name, schema_name, table_name, lower(table_name), NULL
+FROM duckdb_tables()
+UNION ALL
+SELECT 'view', database_name, schema_name, view_name, lower(view_name), NULL
+FROM duckdb_views() WHERE NOT internal
+UNION ALL
+SELECT 'name', n, NULL, NULL, lower(n), NULL FROM unnest([$names]::VARCHAR[]) AS t(n)
+
 -- name: context
 -- where an unqualified name is looked up and created, and what else is searched
 SELECT current_database(), current_schema(), current_setting('search_path')

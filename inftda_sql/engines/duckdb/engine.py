@@ -38,14 +38,18 @@ from .catalog import (
     check_scalar_type,
     count_column,
     drop_temp,
+    file_spelling,
     join_type,
+    remember,
     resolve_source,
     resolve_target,
+    split_name,
     type_family,
 )
 from .count_of_counts import CocEngine
 from .domain import CodedChain, build_chain, chain_source
 from .ledger import (
+    LIBRARY_TABLES,
     ReleaseRecord,
     check_budget,
 )
@@ -125,12 +129,23 @@ class DuckDBEngine:
 
     def prepare(self) -> str | None:
         """Resolve every name in the catalog, refuse outputs that would destroy what the release
-        reads, and check the budget of every base table the input reads: before any work."""
+        reads, and check the budget of every base table the input reads: before any work.
+
+        The catalog is read once for all of it (:func:`.catalog.remember`), and again only
+        after a statement that may have changed it; every name is resolved as before."""
         req = self.request
         # fail fast (before any work) if the caller left a transaction open
         with critical():  # Ctrl-C between the two would leave the probe's transaction open
             begin_transaction(self.con)
             run(self.con, "ROLLBACK")
+        given = [req.output, req.levels_view, req.measurements, req.table]
+        given += [unwrap(d)[0] for d in req.domains or ()]
+        names = [*_last_parts(given), *LIBRARY_TABLES]
+        with remember(self.con, names, explain=True):
+            return self._prepare()
+
+    def _prepare(self) -> str | None:
+        req = self.request
         if req.output is not None:
             self._output = resolve_target(self.con, req.output)
         else:  # returned in memory: the ledger row is still written, to this database
@@ -540,6 +555,17 @@ class DuckDBEngine:
         ]:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(registered)
+
+
+def _last_parts(given: Sequence[object]) -> list[str]:
+    """The table names among ``given`` (the last part of each name; files, frames and names
+    that do not parse are left to the resolution, which explains them)."""
+    out = []
+    for name in given:
+        if isinstance(name, str) and file_spelling(name) is None:
+            with contextlib.suppress(ValueError):
+                out.append(split_name(name)[-1])
+    return out
 
 
 def _lexsorted(columns: list[I64]) -> bool:

@@ -43,6 +43,7 @@ from ..records import (
 )
 from .catalog import (
     Resolved,
+    active,
     base_tables,
     home_database,
     is_file_key,
@@ -110,7 +111,11 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, *tables: str) -> None:
 
 
 def _present_columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    return {r[0].lower() for r in rows(con, describe_table(table))}
+    def read() -> set[str]:
+        return {r[0].lower() for r in rows(con, describe_table(table))}
+
+    memo = active(con)  # inside a release: read once while the catalog stays as it is
+    return read() if memo is None else set(memo.derived(f"columns of {table}", read))
 
 
 def _insert(

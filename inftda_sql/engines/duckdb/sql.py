@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import string
+import threading
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -27,6 +29,8 @@ from .csv_errors import csv_error
 
 __all__ = [
     "arrow",
+    "catalog_changed",
+    "catalog_epoch",
     "ident",
     "qualified",
     "render",
@@ -105,9 +109,52 @@ def _interruptible() -> Iterator[None]:
         raise
 
 
+#: statements that read and change nothing (one statement: no ';' but in a comment line) leave
+#: the catalog as it was; every other statement (DDL, BEGIN/COMMIT/ROLLBACK, SET, ATTACH, ...)
+#: may change it, and ends what :mod:`.catalog.memo` remembers
+_READ_ONLY = re.compile(
+    r"(?:SELECT|DESCRIBE|EXPLAIN|FROM|VALUES|SHOW|SUMMARIZE"
+    r"|SET\s+explain_output\b)",
+    re.IGNORECASE,
+)
+_epoch = 0
+_epoch_lock = threading.Lock()
+
+
+def catalog_epoch() -> int:
+    """A number that changes whenever a statement run through this module (in any thread) may
+    have changed the catalog, the search path or the transaction (see :func:`catalog_changed`):
+    what was read from the catalog at one epoch holds while it is the same."""
+    return _epoch
+
+
+def catalog_changed() -> None:
+    """Say that the catalog may have changed (a statement that is not read-only ran, or a
+    relation or Arrow table was registered on a connection)."""
+    global _epoch
+    with _epoch_lock:
+        _epoch += 1
+
+
+@contextlib.contextmanager
+def _noted(sql: str) -> Iterator[None]:
+    """Around a statement that may change the catalog: the epoch moves before it and after it
+    (so that nothing read while it ran counts as read after it)."""
+    lines = (line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    body = "\n".join(lines).strip().rstrip(";")
+    if ";" not in body and _READ_ONLY.match(body) is not None:
+        yield
+        return
+    catalog_changed()
+    try:
+        yield
+    finally:
+        catalog_changed()
+
+
 def run(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> None:
     """Execute a statement (or several, separated by ';') and finish its result."""
-    with _interruptible():
+    with _noted(sql), _interruptible():
         if params:
             con.execute(sql, dict(params)).fetchall()
         else:
@@ -118,7 +165,7 @@ def rows(
     con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
 ) -> list[tuple[Any, ...]]:
     """Run a query and return all its rows (small results only)."""
-    with _interruptible():
+    with _noted(sql), _interruptible():
         return con.execute(sql, dict(params) if params else None).fetchall()
 
 
@@ -139,7 +186,7 @@ def arrow(
     con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
 ) -> pa.Table:
     """Run a query and return its result as an Arrow table (zero-copy columnar, few chunks)."""
-    with _interruptible():
+    with _noted(sql), _interruptible():
         if params:
             return con.sql(sql, params=dict(params)).to_arrow_table(batch_size=ONE_BATCH)
         return con.sql(sql).to_arrow_table(batch_size=ONE_BATCH)

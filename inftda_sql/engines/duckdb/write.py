@@ -62,9 +62,10 @@ from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
 from . import compile as _compile
 from . import fingerprint
-from .catalog import Resolved, Target, existing
+from .catalog import Resolved, Target, active, existing, remember
 from .ledger import (
     LEDGER_TABLE,
+    LIBRARY_TABLES,
     ReleaseRecord,
     check_budget,
     ensure_tables,
@@ -304,21 +305,23 @@ def record_release(
         with atomic(con, "the release"):
             for name, table in registered:
                 con.register(name, table)
-            ensure_tables(con, LEDGER_TABLE)
-            note = check_budget(con, source, budget, guarantee, override=budget_override)
-            if note and note not in written.non_private:
-                written = dataclasses.replace(written, non_private=[*written.non_private, note])
-            for target in targets:
-                if target is not None:
-                    _make_room(con, target, overwrite=overwrite)
-            for statement in statements:
-                run(con, statement)
-            written = dataclasses.replace(
-                written, release_id=next_release_id(con), base_tables=list(source.keys)
-            )
             made = [target.ref for target in targets if target is not None]
-            written = dataclasses.replace(written, fingerprint=fingerprint.take(con, made))
-            insert_release(con, written)
+            # the catalog as this transaction sees it, read once (and again after a change)
+            with remember(con, [*(ref.name for ref in made), *LIBRARY_TABLES]):
+                ensure_tables(con, LEDGER_TABLE)
+                note = check_budget(con, source, budget, guarantee, override=budget_override)
+                if note and note not in written.non_private:
+                    written = dataclasses.replace(written, non_private=[*written.non_private, note])
+                for target in targets:
+                    if target is not None:
+                        _make_room(con, target, overwrite=overwrite)
+                for statement in statements:
+                    run(con, statement)
+                written = dataclasses.replace(
+                    written, release_id=next_release_id(con), base_tables=list(source.keys)
+                )
+                written = dataclasses.replace(written, fingerprint=fingerprint.take(con, made))
+                insert_release(con, written)
         return written
 
     try:
@@ -343,7 +346,10 @@ def _make_room(con: duckdb.DuckDBPyConnection, target: Target, *, overwrite: boo
             Arg("output"),
             param="output",
         )
-    run(con, _compile.drop_object(kind, target.ref.sql))
+    memo = active(con)
+    ref = target.ref
+    with contextlib.nullcontext() if memo is None else memo.dropped(*ref.folded):
+        run(con, _compile.drop_object(kind, ref.sql))
 
 
 def write_release(

@@ -42,6 +42,7 @@ from __future__ import annotations
 from ....core.names import FILE_FORMATS, file_spelling, file_stem, is_file_key, split_name
 from ...records import LIBRARY_PREFIX
 from .files import FileInput, resolve_files
+from .memo import Memo, active, remember
 from .names import (
     Resolved,
     TableRef,
@@ -72,10 +73,12 @@ __all__ = [
     "FILE_FORMATS",
     "LIBRARY_PREFIX",
     "FileInput",
+    "Memo",
     "Resolved",
     "Source",
     "TableRef",
     "Target",
+    "active",
     "base_tables",
     "check_domain_types",
     "check_ledger_writable",
@@ -92,6 +95,7 @@ __all__ = [
     "lookup",
     "object_kind",
     "reads_view",
+    "remember",
     "resolve",
     "resolve_files",
     "resolve_source",

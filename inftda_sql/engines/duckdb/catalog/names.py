@@ -20,6 +20,7 @@ from ....core.names import (
 from .. import compile as _compile
 from ..compile import describe
 from ..sql import ident, render, rows, run, scalar
+from .memo import active
 
 #: plan leaves that read no data (constants, generators, references to a CTE planned elsewhere)
 _DATA_FREE = frozenset(
@@ -120,7 +121,11 @@ class _Context:
 
 
 def _context(con: duckdb.DuckDBPyConnection) -> _Context:
-    database, schema, path = rows(con, render("catalog.context"))[0]
+    memo = active(con)
+    if memo is not None:
+        database, schema, path = memo.context()
+    else:
+        database, schema, path = rows(con, render("catalog.context"))[0]
     search: list[tuple[str, str]] = []
     for entry in str(path or "").split(","):
         with contextlib.suppress(ValueError):
@@ -147,12 +152,25 @@ def _parts(name: object, param: str | None, role: str) -> tuple[str, ...]:
 
 
 def _objects(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[TableRef, str]]:
-    found = rows(con, render("catalog.objects"), {"name": name})
+    memo = active(con)
+    if memo is not None:
+        found: list[tuple[Any, ...]] = list(memo.objects(name))
+    else:
+        found = rows(con, render("catalog.objects"), {"name": name})
     return [(TableRef(str(d), str(s), str(n)), str(kind)) for d, s, n, kind in found]
 
 
 def _databases(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, bool]]:
-    return {str(d).lower(): (str(d), bool(ro)) for d, ro in rows(con, render("catalog.databases"))}
+    memo = active(con)
+    found = memo.databases() if memo is not None else rows(con, render("catalog.databases"))
+    return {str(d).lower(): (str(d), bool(ro)) for d, ro in found}
+
+
+def _schemas(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    memo = active(con)
+    if memo is not None:
+        return memo.schemas()
+    return [(str(d), str(s)) for d, s in rows(con, render("catalog.schemas"))]
 
 
 def _locations(
@@ -165,7 +183,7 @@ def _locations(
         first = parts[0].lower()
         is_schema = any(
             str(d).lower() == ctx.database.lower() and str(s).lower() == first
-            for d, s in rows(con, render("catalog.schemas"))
+            for d, s in _schemas(con)
         )
         is_database = first in _databases(con)
         if is_schema and is_database:
@@ -214,12 +232,23 @@ def base_tables(
         >>> [str(r) for r in reads], outside
         (['memory.main.trips'], ())
     """
-    previous = str(scalar(con, render("catalog.explain_output"))).lower()
-    run(con, _compile.set_explain_output("all"))
-    try:
+    memo = active(con)
+    if memo is not None and memo.keep_explain:  # set once for the block, restored at its end
+        if memo.restore_explain is None and memo.explain_output() != "all":
+            previous = memo.explain_output()
+            run(con, _compile.set_explain_output("all"))
+            memo.restore_explain = previous
         plans = rows(con, _compile.explain(source_sql))
-    finally:
-        run(con, _compile.set_explain_output(previous))
+    else:
+        if memo is not None:
+            previous = memo.explain_output()
+        else:
+            previous = str(scalar(con, render("catalog.explain_output"))).lower()
+        run(con, _compile.set_explain_output("all"))
+        try:
+            plans = rows(con, _compile.explain(source_sql))
+        finally:
+            run(con, _compile.set_explain_output(previous))
     logical = next((text for kind, text in plans if kind == "logical_plan"), None)
     if logical is None:
         raise InternalError("DuckDB's EXPLAIN gave no logical plan to read the tables from")
@@ -245,6 +274,9 @@ def base_tables(
 
 def home_database(con: duckdb.DuckDBPyConnection) -> str:
     """The database that holds the ledger: the current one."""
+    memo = active(con)
+    if memo is not None:
+        return memo.context()[0]
     return str(scalar(con, render("catalog.current_database")))
 
 
@@ -288,7 +320,7 @@ def resolve_target(
         )
     schemas = [
         str(s)
-        for d, s in rows(con, render("catalog.schemas"))
+        for d, s in _schemas(con)
         if str(d).lower() == database.lower() and str(s).lower() == schema.lower()
     ]
     if not schemas:
@@ -339,14 +371,16 @@ def existing(con: duckdb.DuckDBPyConnection, ref: TableRef) -> str | None:
 def reads_view(con: duckdb.DuckDBPyConnection, view: TableRef, sources: Sequence[str]) -> bool:
     """Whether any of ``sources`` (SQL) reads the view ``view``: they are bound without it,
     inside a transaction that is rolled back (views keep no dependency list in DuckDB)."""
-    run(con, "BEGIN TRANSACTION")
-    try:
-        run(con, _compile.drop_object("view", view.sql))
-        for sql in sources:
-            try:
-                rows(con, describe(sql))
-            except duckdb.Error:
-                return True
-        return False
-    finally:
-        run(con, "ROLLBACK")
+    memo = active(con)
+    with contextlib.nullcontext() if memo is None else memo.unchanged():
+        run(con, "BEGIN TRANSACTION")
+        try:
+            run(con, _compile.drop_object("view", view.sql))
+            for sql in sources:
+                try:
+                    rows(con, describe(sql))
+                except duckdb.Error:
+                    return True
+            return False
+        finally:
+            run(con, "ROLLBACK")

@@ -18,7 +18,7 @@ from ....core.names import (
 )
 from .. import compile as _compile
 from ..compile import describe, drop_temp_view, string_literal
-from ..sql import ident, render, rows, run
+from ..sql import catalog_changed, ident, render, rows, run
 from .files import resolve_files
 from .names import Resolved, home_database, lookup, resolve
 
@@ -231,6 +231,7 @@ def resolve_source(
     if isinstance(obj, Mapping):
         table = mapping_table(obj, role, error, param)
         con.register(temp_name, table)
+        catalog_changed()
         sql = ident(temp_name)
         resolved = resolve(con, "<declared values>", None, "relation", sql)
         return _source(con, sql, f"the declared {role}", resolved, temp_name)
@@ -256,6 +257,7 @@ def _register(
     even if the release is interrupted before :func:`drop_temp`)."""
     try:
         con.register(name, obj)
+        catalog_changed()
     except duckdb.Error as exc:
         text = str(exc).strip()
         first = (text.splitlines() or [type(exc).__name__])[0]

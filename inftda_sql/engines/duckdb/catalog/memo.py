@@ -1,0 +1,187 @@
+"""One read of the catalog for many questions: the fixed cost of a release (issue 26).
+
+A release asks the catalog the same few things many times: where an unqualified name is looked
+up (the current database and schema, the search path), which databases are attached and
+writable, which schemas exist, and what each of its names (input, domains, outputs, the
+ledger's tables) denotes. Asked one by one, that was some forty statements per release. Inside
+a :func:`remember` block, :mod:`.names` asks a :class:`Memo` instead, which reads all of it in
+ONE statement (``catalog.snapshot``) and answers from that read while it holds.
+
+**It holds only while nothing changed.** Every statement run through :mod:`..sql` that is not
+read-only (DDL, ``BEGIN``/``COMMIT``/``ROLLBACK``, ``SET``, ``ATTACH``, ``USE``; see
+:func:`..sql.catalog_epoch`) and every registration of a relation or data frame moves the
+catalog epoch, and the next question reads the catalog again. Nothing is kept after the block:
+a user's statement between two releases (or between a release's stages, which run outside any
+block) is always seen. Only what the block's owner knows for sure is carried over a change:
+:meth:`Memo.dropped` (an object the write just dropped, inside its transaction) and
+:meth:`Memo.unchanged` (a probe transaction that was rolled back).
+
+The names are still resolved exactly as before, in the catalog, by the same rules
+(:func:`.names.lookup`): only the number of round trips changes.
+
+``explain_output``: :func:`.names.base_tables` needs ``'all'`` for its ``EXPLAIN``; inside a
+block it is set once and the caller's value restored when the block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import duckdb
+
+from .. import compile as _compile
+from ..compile import string_literal
+from ..sql import catalog_epoch, render, rows, run
+
+__all__ = ["Memo", "active", "remember"]
+
+T = TypeVar("T")
+
+
+class Memo:
+    """What one read of the catalog said (see the module docstring); ask it only through
+    :func:`active`, which gives it for its own connection only."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, names: Iterable[str], *, explain: bool = False
+    ) -> None:
+        self.con = con
+        self.keep_explain = explain  # base_tables may leave explain_output 'all' till the end
+        self._names: set[str] = set(names)
+        self._epoch: int | None = None  # the epoch of the last read (None: none yet)
+        self._context: tuple[str, str, str] = ("", "", "")
+        self._explain = ""
+        self._databases: list[tuple[str, bool]] = []
+        self._schemas: list[tuple[str, str]] = []
+        self._objects: dict[str, list[tuple[str, str, str, str]]] = {}
+        self._folded: dict[str, str] = {}  # a name asked about -> lower-cased as DuckDB does
+        self._derived: dict[str, Any] = {}  # what callers computed from this read
+        self.restore_explain: str | None = None  # explain_output to set back at the end
+        self.reads = 0  # how many times the catalog was read (for tests)
+
+    @property
+    def valid(self) -> bool:
+        return self._epoch is not None and self._epoch == catalog_epoch()
+
+    def _fresh(self, name: str | None = None) -> None:
+        if self.valid and (name is None or name in self._folded):
+            return
+        if name is not None:
+            self._names.add(name)
+        epoch = catalog_epoch()  # before the read: a change while it runs is not missed
+        names = ", ".join(string_literal(n) for n in sorted(self._names))
+        found = rows(self.con, render("catalog.snapshot", names=names))
+        self.reads += 1
+        objects: dict[str, list[tuple[str, str, str, str]]] = {}
+        self._databases, self._schemas, self._folded = [], [], {}
+        for what, a, b, c, d, flag in found:
+            if what == "context":
+                self._context = (str(a), str(b), str(c or ""))
+                self._explain = str(d).lower()
+            elif what == "database":
+                self._databases.append((str(a), bool(flag)))
+            elif what == "schema":
+                self._schemas.append((str(a), str(b)))
+            elif what == "name":
+                self._folded[str(a)] = str(d)
+            else:
+                objects.setdefault(str(d), []).append((str(a), str(b), str(c), str(what)))
+        # the order of the one-name query: tables first, then views
+        self._objects = {k: sorted(v, key=lambda o: o[3] != "table") for k, v in objects.items()}
+        self._derived = {}
+        self._epoch = epoch
+
+    def context(self) -> tuple[str, str, str]:
+        """The current database, the current schema and the search path."""
+        self._fresh()
+        return self._context
+
+    def explain_output(self) -> str:
+        """The connection's ``explain_output`` (lower case), as the caller left it."""
+        self._fresh()
+        return self.restore_explain or self._explain
+
+    def databases(self) -> list[tuple[str, bool]]:
+        """(name, read-only) of every attached database."""
+        self._fresh()
+        return list(self._databases)
+
+    def schemas(self) -> list[tuple[str, str]]:
+        """(database, schema) of every schema."""
+        self._fresh()
+        return list(self._schemas)
+
+    def objects(self, name: str) -> list[tuple[str, str, str, str]]:
+        """(database, schema, name, kind) of every table and view whose name is ``name`` in
+        any case (DuckDB's ``lower`` on both sides), tables first."""
+        self._fresh(name)
+        return list(self._objects.get(self._folded[name], ()))
+
+    def derived(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, remembered while this read holds (e.g. the columns of a ledger
+        table, which only a statement can change)."""
+        self._fresh()
+        if key not in self._derived:
+            value = compute()
+            if not self.valid:  # compute() itself changed something: nothing to keep
+                return value
+            self._derived[key] = value
+        found: T = self._derived[key]
+        return found
+
+    @contextlib.contextmanager
+    def unchanged(self) -> Iterator[None]:
+        """A block that leaves the catalog as it found it (a probe transaction rolled back):
+        what was read before it still holds after it."""
+        held = self.valid
+        yield
+        if held:
+            self._epoch = catalog_epoch()
+
+    @contextlib.contextmanager
+    def dropped(self, database: str, schema: str, name: str) -> Iterator[None]:
+        """A block that drops exactly this object (inside the caller's transaction, where no
+        other writer's change is seen): the rest of what was read still holds after it."""
+        held = self.valid
+        yield
+        if not held:
+            return
+        key = (database.lower(), schema.lower(), name.lower())
+        for entries in self._objects.values():
+            entries[:] = [o for o in entries if (o[0].lower(), o[1].lower(), o[2].lower()) != key]
+        self._derived = {}
+        self._epoch = catalog_epoch()
+
+
+_active: ContextVar[Memo | None] = ContextVar("inftda_sql_catalog_memo", default=None)
+
+
+def active(con: duckdb.DuckDBPyConnection) -> Memo | None:
+    """The memo of the innermost :func:`remember` block for ``con`` (this very connection
+    object), or None: then every question is a statement of its own."""
+    memo = _active.get()
+    return memo if memo is not None and memo.con is con else None
+
+
+@contextlib.contextmanager
+def remember(
+    con: duckdb.DuckDBPyConnection, names: Iterable[str] = (), *, explain: bool = False
+) -> Iterator[Memo]:
+    """Answer the catalog questions asked on ``con`` inside the block from one read
+    (``names``: the names that will be asked about, read at once; others are read when asked).
+
+    ``explain``: :func:`.names.base_tables` sets ``explain_output`` once for the whole block
+    and it is set back at the end (only for a block outside any transaction, where a failed
+    statement cannot keep the setting from being restored)."""
+    memo = Memo(con, names, explain=explain)
+    token = _active.set(memo)
+    try:
+        yield memo
+    finally:
+        _active.reset(token)
+        if memo.restore_explain is not None:
+            with contextlib.suppress(duckdb.Error):
+                run(con, _compile.set_explain_output(memo.restore_explain))

@@ -1,0 +1,159 @@
+"""engines/duckdb/catalog/memo.py: a release reads the catalog once, and resolves every name
+exactly as it did with one statement per question (issue 26, item 3: the fixed cost)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import inftda_sql
+from inftda_sql.engines.duckdb.catalog import (
+    active,
+    base_tables,
+    home_database,
+    lookup,
+    remember,
+    resolve_source,
+    resolve_target,
+)
+from inftda_sql.engines.duckdb.sql import run
+
+
+@pytest.fixture
+def db(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    con.execute("CREATE TABLE trips (region VARCHAR, n INTEGER)").fetchall()
+    con.execute("CREATE TEMP VIEW trips AS SELECT 'N' AS region, 1 AS n").fetchall()  # shadows
+    con.execute("CREATE SCHEMA s").fetchall()
+    con.execute("CREATE TABLE s.geo (region VARCHAR)").fetchall()
+    con.execute('CREATE TABLE "MixedCase" ("Region" VARCHAR)').fetchall()
+    con.execute("CREATE VIEW v AS SELECT * FROM s.geo").fetchall()
+    con.execute(f"COPY (SELECT 'N' AS region) TO '{tmp_path / 'p.parquet'}'").fetchall()
+    return con
+
+
+NAMES = ["trips", "main.trips", "memory.main.trips", "s.geo", '"MixedCase"', "mixedcase", "v"]
+
+
+def _resolved(con: duckdb.DuckDBPyConnection, name: object) -> tuple[object, ...]:
+    src = resolve_source(con, name, role="input table", temp_name="__t")
+    return (src.sql, src.description, dict(src.columns), src.resolved)
+
+
+@pytest.mark.parametrize("name", [*NAMES, "FILE"])
+def test_a_name_resolves_the_same_with_one_catalog_read(
+    db: duckdb.DuckDBPyConnection, name: str, tmp_path: Path
+) -> None:
+    given: object = str(tmp_path / "p.parquet") if name == "FILE" else name
+    alone = _resolved(db, given)
+    with remember(db, ["trips", "geo", "MixedCase", "v"], explain=True) as memo:
+        assert _resolved(db, given) == alone
+        assert memo.reads <= 1
+
+
+def test_what_each_name_denotes(db: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    """The cases the memo must not blur: a temporary view shadows a table of the same name, a
+    qualified name reaches the table, quoted and unquoted spellings find the one object, a file
+    is its own base table."""
+    with remember(db, NAMES):
+        found = {name: lookup(db, name) for name in NAMES}
+        parquet = resolve_source(db, tmp_path / "p.parquet", role="input", temp_name="__t")
+    assert found["trips"] is not None and found["trips"][0].database == "temp"
+    assert found["trips"][1] == "view"
+    assert found["main.trips"] is not None and found["main.trips"][0].database == "memory"
+    assert found["main.trips"][1] == "table"
+    assert found['"MixedCase"'] == found["mixedcase"]
+    assert found["mixedcase"] is not None and found["mixedcase"][0].name == "MixedCase"
+    assert str(found["s.geo"][0]) == "memory.s.geo"  # type: ignore[index]
+    assert parquet.resolved.files == (str((tmp_path / "p.parquet").resolve()),)
+
+
+def test_one_read_answers_every_question(db: duckdb.DuckDBPyConnection) -> None:
+    """Told the names (their last parts) at the start, it reads the catalog once for all."""
+    with remember(db, ["trips", "geo", "MixedCase", "mixedcase", "v", "out"]) as memo:
+        for name in NAMES:
+            lookup(db, name)
+        resolve_target(db, "s.out")
+        home_database(db)
+        lookup(db, "not_asked_before")  # a name it was not told about: read once more
+        lookup(db, "v")
+    assert memo.reads == 2
+    assert active(db) is None  # nothing is remembered after the block
+
+
+def test_a_statement_that_changes_the_catalog_is_seen(db: duckdb.DuckDBPyConnection) -> None:
+    with remember(db, ["later", "x"]) as memo:
+        assert lookup(db, "later") is None
+        run(db, "CREATE TABLE later (a INTEGER)")
+        found = lookup(db, "later")
+        run(db, "CREATE SCHEMA t")
+        target = resolve_target(db, "t.x")
+    assert found is not None and found[1] == "table"
+    assert target.ref.schema == "t"
+    assert memo.reads == 3
+
+
+def test_another_cursor_is_not_answered_from_the_memo(db: duckdb.DuckDBPyConnection) -> None:
+    other = db.cursor()
+    with remember(db, ["trips"]):
+        assert active(db) is not None and active(other) is None
+
+
+def test_a_registered_frame_is_seen(db: duckdb.DuckDBPyConnection) -> None:
+    with remember(db, ["__frame"]) as memo:
+        assert lookup(db, "__frame") is None
+        resolve_source(db, pa.table({"a": [1]}), role="input", temp_name="__frame")
+        assert lookup(db, "__frame") is not None
+    assert memo.reads == 2
+
+
+def test_explain_output_is_set_once_and_restored(db: duckdb.DuckDBPyConnection) -> None:
+    db.execute("SET explain_output = 'optimized_only'").fetchall()
+    with remember(db, explain=True):
+        assert [str(r) for r in base_tables(db, "v")[0]] == ["memory.s.geo"]
+        assert [str(r) for r in base_tables(db, "memory.main.trips")[0]] == ["memory.main.trips"]
+    assert db.execute("SELECT current_setting('explain_output')").fetchall() == [
+        ("optimized_only",)
+    ]
+
+
+def test_explain_output_is_restored_when_resolution_fails(db: duckdb.DuckDBPyConnection) -> None:
+    with pytest.raises(duckdb.Error), remember(db, explain=True):
+        base_tables(db, "v")
+        base_tables(db, "no_such_table")
+    assert db.execute("SELECT current_setting('explain_output')").fetchall() == [("physical_only",)]
+
+
+def _statements(con: duckdb.DuckDBPyConnection, action: Callable[[], object]) -> int:
+    """The SQL statements DuckDB runs for ``action()`` (its query log)."""
+    con.execute("CALL enable_logging('QueryLog')").fetchall()
+    before = con.execute("SELECT count(*) FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()
+    action()
+    after = con.execute("SELECT count(*) FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()
+    con.execute("CALL disable_logging()").fetchall()
+    return int(after[0][0]) - int(before[0][0]) - 1  # not the first count
+
+
+def test_a_release_of_a_small_table_runs_few_statements(con: duckdb.DuckDBPyConnection) -> None:
+    """The fixed cost of a release is its round trips to DuckDB: a warm release of a small
+    star-schema input (a temporary view, a domain table, an output and a levels view replaced)
+    ran 77 statements before the catalog was read once per stage; it must stay near 40."""
+    con.execute(
+        "CREATE TABLE trips AS SELECT range % 100 AS mun FROM range(1000);"
+        "CREATE TABLE geo AS SELECT range // 10 AS province, range AS mun FROM range(100);"
+        "CREATE TEMP VIEW star AS SELECT mun FROM trips"
+    ).fetchall()
+    kw: dict[str, Any] = {
+        "hierarchy": ["province", "mun"],
+        "domain": "geo",
+        "epsilon": 1.0,
+        "delta": 1e-8,
+    }
+    kw |= {"output": "out", "overwrite": True}
+    inftda_sql.release(con, "star", **kw)  # the first: the ledger table is created
+    count = _statements(con, lambda: inftda_sql.release(con, "star", **kw))
+    assert count <= 45, count
