@@ -55,6 +55,7 @@ class Memo:
         self._context: tuple[str, str, str] = ("", "", "")
         self._explain = ""
         self._databases: list[tuple[str, bool]] = []
+        self._native: set[str] = set()  # DuckDB's own databases (not a SQLite, Postgres ...)
         self._schemas: list[tuple[str, str]] = []
         self._objects: dict[str, list[tuple[str, str, str, str]]] = {}
         self._folded: dict[str, str] = {}  # a name asked about -> lower-cased as DuckDB does
@@ -76,13 +77,15 @@ class Memo:
         found = rows(self.con, render("catalog.snapshot", names=names))
         self.reads += 1
         objects: dict[str, list[tuple[str, str, str, str]]] = {}
-        self._databases, self._schemas, self._folded = [], [], {}
+        self._databases, self._schemas, self._folded, self._native = [], [], {}, set()
         for what, a, b, c, d, flag in found:
             if what == "context":
                 self._context = (str(a), str(b), str(c or ""))
                 self._explain = str(d).lower()
             elif what == "database":
                 self._databases.append((str(a), bool(flag)))
+                if str(b).lower() == "duckdb":
+                    self._native.add(str(a).lower())
             elif what == "schema":
                 self._schemas.append((str(a), str(b)))
             elif what == "name":
@@ -108,6 +111,11 @@ class Memo:
         """(name, read-only) of every attached database."""
         self._fresh()
         return list(self._databases)
+
+    def native(self, database: str) -> bool:
+        """Whether ``database`` is a DuckDB database (not one attached through an extension)."""
+        self._fresh()
+        return database.lower() in self._native
 
     def schemas(self) -> list[tuple[str, str]]:
         """(database, schema) of every schema."""

@@ -283,8 +283,22 @@ def home_database(con: duckdb.DuckDBPyConnection) -> str:
 def resolve(
     con: duckdb.DuckDBPyConnection, spelling: str, ref: TableRef | None, kind: str, sql: str
 ) -> Resolved:
-    """The :class:`Resolved` identity of a source read by ``sql``."""
-    reads, outside = base_tables(con, sql)
+    """The :class:`Resolved` identity of a source read by ``sql``.
+
+    A table of a DuckDB database, read by its name, reads itself (its plan is one scan of it):
+    inside a :func:`.memo.remember` block it is not planned again to be told so."""
+    memo = active(con)
+    if (
+        memo is not None
+        and ref is not None
+        and kind == "table"
+        and sql == ref.sql
+        and memo.native(ref.database)
+    ):
+        reads: tuple[TableRef, ...] = (ref,)
+        outside: tuple[str, ...] = ()
+    else:
+        reads, outside = base_tables(con, sql)
     if ref is not None and ref.database.lower() == "temp":
         kind = f"temp {kind}"
     return Resolved(spelling, ref, kind, reads, outside, home_database(con))
@@ -371,16 +385,19 @@ def existing(con: duckdb.DuckDBPyConnection, ref: TableRef) -> str | None:
 def reads_view(con: duckdb.DuckDBPyConnection, view: TableRef, sources: Sequence[str]) -> bool:
     """Whether any of ``sources`` (SQL) reads the view ``view``: they are bound without it,
     inside a transaction that is rolled back (views keep no dependency list in DuckDB)."""
+    if not sources:
+        return False
     memo = active(con)
     with contextlib.nullcontext() if memo is None else memo.unchanged():
         run(con, "BEGIN TRANSACTION")
         try:
             run(con, _compile.drop_object("view", view.sql))
-            for sql in sources:
-                try:
-                    rows(con, describe(sql))
-                except duckdb.Error:
-                    return True
+            # bound together: one fails to bind (reads the view) if and only if all together do
+            each = ", ".join(f"(SELECT * FROM {sql}) AS s{i}" for i, sql in enumerate(sources))
+            try:
+                rows(con, describe(f"(SELECT 1 FROM {each})"))
+            except duckdb.Error:
+                return True
             return False
         finally:
             run(con, "ROLLBACK")
