@@ -25,7 +25,7 @@ from inftda_sql.engines.duckdb.catalog import (
     resolve_source,
     resolve_target,
 )
-from inftda_sql.engines.duckdb.sql import run
+from inftda_sql.engines.duckdb.sql import _noted, catalog_epoch, run
 
 
 @pytest.fixture
@@ -177,3 +177,28 @@ def test_a_release_of_a_small_table_runs_few_statements(con: duckdb.DuckDBPyConn
     inftda_sql.release(con, "star", **kw)  # the first: the ledger table is created
     count = _statements(con, lambda: inftda_sql.release(con, "star", **kw))
     assert count <= 40, count
+
+
+@pytest.mark.parametrize(
+    ("sql", "changes"),
+    [
+        ("SELECT 1", False),
+        ("-- a comment; with a semicolon\nSELECT 1;", False),
+        ("DESCRIBE SELECT 1", False),
+        ("EXPLAIN (FORMAT json) SELECT 1", False),
+        ("SET explain_output = 'all'", False),
+        ("EXPLAIN ANALYZE CREATE TABLE x AS SELECT 1", True),  # runs the statement
+        ("SELECT 1; DROP TABLE x", True),
+        ("SET search_path = 's'", True),
+        ("CREATE TABLE x (a INTEGER)", True),
+        ("BEGIN TRANSACTION", True),
+        ("ROLLBACK", True),
+        ("ATTACH ':memory:' AS other", True),
+        ("USE other", True),
+    ],
+)
+def test_which_statements_end_what_was_read(sql: str, changes: bool) -> None:
+    before = catalog_epoch()
+    with _noted(sql):
+        pass
+    assert (catalog_epoch() != before) is changes

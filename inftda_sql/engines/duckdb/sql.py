@@ -113,7 +113,7 @@ def _interruptible() -> Iterator[None]:
 #: the catalog as it was; every other statement (DDL, BEGIN/COMMIT/ROLLBACK, SET, ATTACH, ...)
 #: may change it, and ends what :mod:`.catalog.memo` remembers
 _READ_ONLY = re.compile(
-    r"(?:SELECT|DESCRIBE|EXPLAIN|FROM|VALUES|SHOW|SUMMARIZE"
+    r"(?:SELECT|DESCRIBE|EXPLAIN(?!\s+ANALY[SZ]E)|FROM|VALUES|SHOW|SUMMARIZE"
     r"|SET\s+explain_output\b)",
     re.IGNORECASE,
 )
