@@ -56,6 +56,7 @@ private data; it depends on the synthetic data, so it describes, it does not gua
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -415,18 +416,49 @@ def for_release(
             noise=(0, *below.noise),
             bound=(0.0, *below.bound),
         )
-    simulated = simulate(
-        cells[1:],
-        sigmas if root_noised else sigmas[1:],
+    typical = _typical(
+        tuple(cells[1:]),
+        tuple(sigmas if root_noised else sigmas[1:]),
         max(int(total), 1),
         runs,
-        seed=0,
-        optimizer=optimizer,
-        max_cells=max_simulated_cells,
+        optimizer,
+        max_simulated_cells,
     )
-    if simulated is None:
+    if typical is None:
         return bounds
-    return dataclasses.replace(bounds, typical=simulated[0])
+    return dataclasses.replace(bounds, typical=typical)
+
+
+def _typical(
+    nodes: tuple[int, ...],
+    sigmas: tuple[float, ...],
+    total: int,
+    runs: int,
+    optimizer: Optimizer | None,
+    max_cells: int,
+) -> Typical | None:
+    """:func:`simulate`'s typical errors (seed 0) of a release: remembered for the package's own
+    optimizers, since they depend on public parameters only (a repeated release of one table, a
+    bounded-DP total, pays the simulation once per process); a caller's optimizer is run."""
+    if optimizer is not None and not getattr(optimizer, "__module__", "").startswith("inftda_sql."):
+        found = simulate(
+            nodes, sigmas, total, runs, seed=0, optimizer=optimizer, max_cells=max_cells
+        )
+        return None if found is None else found[0]
+    return _typical_remembered(nodes, sigmas, total, runs, optimizer, max_cells)
+
+
+@functools.lru_cache(maxsize=16)
+def _typical_remembered(
+    nodes: tuple[int, ...],
+    sigmas: tuple[float, ...],
+    total: int,
+    runs: int,
+    optimizer: Optimizer | None,
+    max_cells: int,
+) -> Typical | None:
+    found = simulate(nodes, sigmas, total, runs, seed=0, optimizer=optimizer, max_cells=max_cells)
+    return None if found is None else found[0]
 
 
 def view_bounds(

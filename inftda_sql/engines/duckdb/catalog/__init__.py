@@ -33,8 +33,9 @@ read, as a join is charged to every table. (A view or relation that reads a file
 name ends in ``.csv`` (schema ``s``, table ``csv``), quote it: ``s."csv"``.
 
 The modules: :mod:`.names` (tables, views and output places), :mod:`.files` (files named by
-their path) and :mod:`.sources` (what a release reads, and column types). Import the names from
-this package, which re-exports them.
+their path), :mod:`.sources` (what a release reads, and column types) and :mod:`.memo` (a
+release's stages ask the catalog through one read of it, read again after any change: the
+same answers in fewer round trips). Import the names from this package, which re-exports them.
 """
 
 from __future__ import annotations
