@@ -1,7 +1,8 @@
 -- The leaf cells with the public domain's leaf code of every chain instead of their values (a
 -- leaf value the domain does not list gets no code: NULL), fetched once; every level's counts
 -- are sums of these cells. When the release checks the input's ancestors, path_ok tells
--- whether every input row of the cell carried the ancestors the domain gives its leaf.
+-- whether the cell's ancestors hash to those the domain gives its leaf (a cell split by its
+-- ancestors is several rows: every one of them is ok only if they all carry the domain's).
 SELECT $code_cols, l.__n::BIGINT AS n$path_ok
 FROM $leaf AS l
 $joins

@@ -1,16 +1,18 @@
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
--- domain the leaf determines its ancestors). The ancestor columns are not grouped on. When the
--- release checks them against the domain, min and max of one hash of them per leaf cell let
--- the next step check every row's path; hashing every row's ancestors is what such a scan pays
--- for most, so by default that check runs once per version of the input. The count checks
--- keep how many rows are wrong per cell (NULL, negative, not whole, beyond int64), never a
--- value: their messages name the number of rows, not a private count.
+-- domain the leaf determines its ancestors). When the release checks the input's ancestor
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
+-- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
+-- rows, not a private count.
 CREATE TEMP TABLE $leaf AS
-SELECT $leaf_cols,
+SELECT $leaf_cols$path,
        $count_sum AS __n,
        $count_nulls AS __nulls,
        $count_neg AS __neg,
        $count_frac AS __frac,
-       $count_big AS __big$paths
+       $count_big AS __big
 FROM $input
-GROUP BY $leaf_cols
+GROUP BY $leaf_cols$path_key

@@ -113,7 +113,8 @@ def leaf_counts(
     """The single scan of the private input, grouped by the leaf column of every chain.
 
     ``check`` names the input's ancestor columns whose agreement with the domain the scan
-    collects (min and max of their hash per leaf cell, see :func:`leaf_codes`); none by default.
+    collects: one hash of them per row, grouped on beside the leaf columns (``__h``; a leaf cell
+    whose rows disagree is split in several rows, see :func:`leaf_codes`); none by default.
 
     ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
     ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``);
@@ -125,16 +126,17 @@ def leaf_counts(
     infinite) count: the checks report how many rows are wrong, never a count.
     """
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
-    paths = ""
+    path = path_key = ""
     if check:
-        path = _path_hash(check, as_varchar=as_varchar)
-        paths = f",\n       min({path}) AS __hmin,\n       max({path}) AS __hmax"
+        path_hash = _path_hash(check, as_varchar=as_varchar)
+        path, path_key = f",\n       {path_hash} AS __h", f", {path_hash}"
     return render(
         "leaf_counts",
         leaf=ident(names.leaf),
         leaf_cols=_cols(spec.leaf_columns),
         input=input_sql,
-        paths=paths,
+        path=path,
+        path_key=path_key,
         **parts,
     )
 
@@ -171,7 +173,9 @@ def leaf_codes(
     codes: Sequence[str] | None = None,
 ) -> str:
     """The leaf cells with every chain's leaf code (``__leaf0``, ...) and count ``n``, to fetch;
-    with ``check`` (the ancestor columns :func:`leaf_counts` hashed) also ``path_ok``."""
+    with ``check`` (the ancestor columns :func:`leaf_counts` hashed) also ``path_ok``: the
+    row's ancestors hash to the domain's for its leaf (false on every row of a cell the scan
+    split by disagreeing ancestors but one at most)."""
     tables = _code_tables(names, len(spec.chains), codes)
     code_cols = []
     joins = []
@@ -185,7 +189,7 @@ def leaf_codes(
     path_ok = ""
     if check:
         expected = _path_hash(check, alias)
-        path_ok = f",\n       (l.__hmin = l.__hmax AND l.__hmin = {expected}) AS path_ok"
+        path_ok = f",\n       (l.__h = {expected}) AS path_ok"
     return render(
         "leaf_codes",
         leaf=ident(names.leaf),
