@@ -10,11 +10,12 @@
     python benchmarks/bench_release.py all
 
 Every in-process case runs in a fresh subprocess: it loads its input into DuckDB, releases once
-(the *first* release: it codes the domain, and keeps it coded when it is large, see README
-"Inputs") and runs ``--rounds`` alternating rounds of a plain ``GROUP BY`` of the input into
-leaf cells and a release (the order flips every round), each timed alone. It prints the min and
-median of each, the median of the per-round ratios, the stages of the median release, the
-process's peak RSS during the releases, and the load average (1 min) before and after.
+(the *first* release: it codes the domain, and keeps it coded when it is large and not stored
+in code order, see README "Inputs") and runs ``--rounds`` alternating rounds of a plain
+``GROUP BY`` of the input into leaf cells and a release (the order flips every round), each
+timed alone. It prints the min and median of each, the median of the per-round ratios, the
+stages of the median release, the process's peak RSS during the releases, and the load average
+(1 min) before and after.
 
 ``--input star`` (default) releases a star-schema input: a view of the leaf columns only (the
 geography table gives the ancestors; nothing to check). ``--input wide`` releases the table with

@@ -6,3 +6,10 @@
 SELECT $code_cols, l.__n::BIGINT AS n$path_ok
 FROM $leaf AS l
 $joins
+
+-- name: leaf_values
+-- The leaf cells with their leaf values, fetched once, when every chain's leaf code is a
+-- function of its value computed outside SQL (integer leaves increasing in code order: a
+-- lookup in the PUBLIC domain's leaves instead of a join to its code table).
+SELECT $leaf_cols, l.__n::BIGINT AS n
+FROM $leaf AS l

@@ -301,9 +301,11 @@ def code_paths(paths: pa.Table) -> CodedPaths:
         start = starts[d - 1]
         if d == n_cols:  # the distinct paths themselves
             code = np.arange(start.size, dtype=np.int64)
-        else:
-            code = np.cumsum(start, dtype=np.int64)
-            code -= 1
+        else:  # node k repeated over its rows (a running count of starts, without a cumsum)
+            first = np.flatnonzero(start)
+            code = np.repeat(
+                np.arange(first.size, dtype=np.int64), np.diff(first, append=start.size)
+            )
         n_nodes = int(code[-1]) + 1
         if d > 1:
             values = _column(paths, d - 1)

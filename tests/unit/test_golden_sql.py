@@ -317,6 +317,18 @@ def test_golden_leaf_codes(world: duckdb.DuckDBPyConnection, golden: Golden) -> 
     assert sorted(_rows(world, cached)) == sorted(_rows(world, plain))
 
 
+def test_golden_leaf_values(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    plain = _compile.leaf_values(NAMES, SPEC)
+    golden("leaf_values.sql", _text(("leaf_values(NAMES, SPEC)", plain)))
+    _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips"', None, True))
+    assert sorted(_rows(world, plain)) == [
+        ("a1", "x1", 2),
+        ("a1", "y1", 1),
+        ("a2", "y1", 1),
+        ("b1", "x2", 1),
+    ]
+
+
 # ----------------------------------------------------------------------------- the checks
 
 

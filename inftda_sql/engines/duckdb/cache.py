@@ -4,7 +4,9 @@ and inputs whose ancestor columns passed the check against the domain.
 **Coded domains** (``__inftda_domains``, one ``__inftda_domain_<key>`` table per entry). Sorting
 and coding a large public domain costs more than the rest of a release on small inputs, and the
 domain rarely changes, so a chain's coded paths are kept in the database under a *content key*
-(:func:`domain_key`): the number of rows of the domain as the release reads it (values cast to
+(only those of a domain not stored in code order: one that is gets coded without a sort, faster
+than its stored coding is read back, see :func:`.domain.build_chain`). The key
+(:func:`domain_key`) is the number of rows of the domain as the release reads it (values cast to
 the input's types) and two sums of 64-bit row hashes, hashed with the chain's columns and types.
 Any changed, inserted or deleted row, a replaced table, another view definition or other types
 give another key (a collision needs two different row multisets with equal row counts and equal

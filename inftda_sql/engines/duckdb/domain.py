@@ -3,11 +3,13 @@
 The domain is read as the input's types (``sql/domain_paths.sql``), fetched as Arrow, checked
 (no NULL, no NaN, nested) and coded by :func:`~inftda_sql.core.tree.code_paths` (engine-free);
 with a code column per depth added it is registered back as the chain's code table, which the
-scan joins the input's leaves to. A domain that is read already sorted (most geography tables
-are stored in code order) is not sorted again. A large domain's coded paths are kept in the
-database (:mod:`.cache`) under a key of its contents, so the next release reads them back
-instead of sorting and coding again. The SQL query that names an offending value runs only when
-the domain is not nested. Nothing here reads the private data.
+scan joins the input's leaves to (or, for integer leaves increasing in code order, codes them
+without a join: :attr:`CodedChain.leaf_index`). A domain that is read already sorted (most
+geography tables are stored in code order) is not sorted again, nor keyed, nor cached: coding
+sorted paths costs less than reading a stored coding back. A large domain stored out of order
+has its coded paths kept in the database (:mod:`.cache`) under a key of its contents, so the
+next release reads them back instead of sorting and coding again. The SQL query that names an
+offending value runs only when the domain is not nested. Nothing here reads the private data.
 
 A domain whose columns are named otherwise than the chain's (one geography ``region, lad,
 msoa`` for the chains ``o_region, o_lad, o_msoa`` and ``d_region, d_lad, d_msoa``) is read
@@ -18,7 +20,8 @@ prefix).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -26,8 +29,10 @@ import pyarrow as pa
 
 from ..._errors import DomainError, Part
 from ...core.domains import match_columns
+from ...core.leaf_index import LeafIndex
 from ...core.tree import ChainTree, code_paths, paths_sorted
 from ..checks import check_domain_paths, empty_domain, reversal_hint
+from . import cache as _cache
 from . import compile as _compile
 from .cache import DomainKey, domain_key, find_domain
 from .catalog import Source
@@ -67,15 +72,32 @@ class CodedChain:
 
     ``paths`` holds the chain's columns and a code column per depth (``__d1`` ...), one row per
     distinct path in code order (row ``i`` is the leaf of code ``i``); ``table_sql`` names
-    (quoted) the table the scan joins; ``key`` is the domain's content key; ``store`` is True
-    when the coded paths should be kept in the cache after the release.
+    (quoted) the table the scan joins; ``store`` is True when the coded paths should be kept in
+    the cache after the release. ``content`` gives the domain's content key (:attr:`key`),
+    computed on first use only: a domain read in code order is neither looked up nor stored.
     """
 
     tree: ChainTree
     paths: pa.Table
     table_sql: str
-    key: DomainKey
+    content: Callable[[], DomainKey]
     store: bool = False
+
+    @property
+    def key(self) -> DomainKey:
+        """The domain's content key (one hash aggregate over the domain, the first time)."""
+        return self.content()
+
+    @functools.cached_property
+    def leaf_index(self) -> LeafIndex | None:
+        """The leaves' codes as a function of their values, when they are integers increasing
+        in code order (the scan then codes its cells without joining the code table)."""
+        return LeafIndex.of(self.paths.column(self.tree_depth - 1))
+
+    @property
+    def tree_depth(self) -> int:
+        """The number of levels of the chain (its columns)."""
+        return len(self.tree.sizes) - 1
 
 
 def _conversion_error(
@@ -106,34 +128,44 @@ def build_chain(
     cache's bookkeeping); None never uses the cache (a domain taken from the data).
     ``definitions``: those of the views the domain is read through (part of its cache key).
 
+    A named domain is first read as it is stored: in code order already (most geography
+    tables are), it is coded at once, without a sort and without the cache (coding sorted
+    paths is cheaper than reading a stored coding back). Only a large domain that is not
+    stored in code order is looked up in the cache under its content key, and stored there.
+
     ``hierarchy`` (every chain) lets a domain that is not nested because its chain was given
     fine to coarse suggest the hierarchy to type instead; ``domains`` (the domain SQL and
     column types of every chain, in the order of ``hierarchy``) lets that hint reverse every
     other chain given fine to coarse too, not only this one.
     """
-    key = DomainKey("", 0, "")
-    if source is not None:
+
+    @functools.cache
+    def content() -> DomainKey:
+        if source is None:
+            return DomainKey("", 0, "")
         try:
-            key = domain_key(con, chain, domain_sql, types, source, definitions)
+            return domain_key(con, chain, domain_sql, types, source, definitions)
         except duckdb.ConversionException as exc:
             raise _conversion_error(role, chain, types, exc) from exc
-        if key.rows == 0:
-            raise empty_domain(role, chain)
-    cacheable = source is not None and key.cacheable
-    if cacheable:
-        found = find_domain(con, key, chain)
-        if found is not None:
-            return CodedChain(found.tree, found.paths, found.table_sql, key)
+
     casts = ", ".join(
         f"CAST({ident(c)} AS {t}) AS {ident(c)}" for c, t in zip(chain, types, strict=True)
     )
+    store = False
     try:
         paths = None
-        if cacheable:  # a large domain: read it as it is stored, sort only if it is not sorted
+        if source is not None:  # read as it is stored: sorted only if it is not sorted
             sql = render("cache.domain_paths_unsorted", casts=casts, domain=domain_sql)
             # one chunk per column: numpy views, no copy per use
             paths = arrow(con, sql).combine_chunks()
+            if paths.num_rows == 0:
+                raise empty_domain(role, chain)
             if not paths_sorted(paths):
+                if paths.num_rows >= _cache.MIN_CACHED_PATHS:
+                    found = find_domain(con, content(), chain)
+                    if found is not None:
+                        return CodedChain(found.tree, found.paths, found.table_sql, content)
+                    store = True
                 paths = None
         if paths is None:
             paths = arrow(con, _compile.domain_paths(chain, domain_sql, types)).combine_chunks()
@@ -151,7 +183,7 @@ def build_chain(
     # Registered, not copied: DuckDB joins the Arrow table in place for the rest of the release
     # (the caller unregisters it).
     con.register(names.codes(index), table)
-    return CodedChain(coded.tree, table, ident(names.codes(index)), key, store=cacheable)
+    return CodedChain(coded.tree, table, ident(names.codes(index)), content, store=store)
 
 
 def _nesting_error(

@@ -355,6 +355,7 @@ class DuckDBEngine:
             source=req.source,
             check=self._ancestors_to_check(),
             codes=[coded.table_sql for coded in self._coded],
+            leaf_index=[coded.leaf_index for coded in self._coded],
         )
         self._cells = LeafCells(
             found.codes, found.counts, tuple(coded.tree for coded in self._coded)

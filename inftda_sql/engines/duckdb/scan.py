@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
 from ...core.cells import exact_sum
+from ...core.leaf_index import LeafIndex
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
@@ -59,6 +60,7 @@ def scan(
     source: RandomSource,
     check: Sequence[str] = (),
     codes: Sequence[str] | None = None,
+    leaf_index: Sequence[LeafIndex | None] = (),
 ) -> LeafScan:
     """Scan the input into the leaf table ``names.leaf`` (one row per leaf cell the input has a
     row in, with its count: 0 where every record was dropped by the contribution bound or
@@ -66,7 +68,8 @@ def scan(
 
     ``check``: the input's ancestor columns to check against the domain on every row (none:
     the domain alone gives every leaf its ancestors). ``codes``: the code table of every chain
-    (quoted SQL) when not the release's registered ones.
+    (quoted SQL) when not the release's registered ones. ``leaf_index``: per chain, its leaf
+    codes as a function of the leaf values where the domain allows (:func:`_coded_cells`).
     """
     present = [c for c in spec.columns if c.lower() in inp.columns]
     scan_sql, params = inp.sql, None
@@ -94,7 +97,9 @@ def scan(
     run(con, leaf_sql, params)
     if count is not None:  # the counts are checked before anything converts them
         _validate_input(con, names, spec, count, inp)
-    cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
+    cells = None if check else _coded_cells(con, names, spec, leaf_index, enums)
+    if cells is None:
+        cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
     if count is None and any(
         cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))
     ):
@@ -124,6 +129,39 @@ def scan(
         kept = np.flatnonzero(n > 0)
         leaf_codes, n = tuple(code[kept] for code in leaf_codes), n[kept]
     return LeafScan(Scan(total=total, diagnostics=diagnostics, privacy_unit=unit), leaf_codes, n)
+
+
+def _coded_cells(
+    con: duckdb.DuckDBPyConnection,
+    names: _compile.TempNames,
+    spec: TreeSpec,
+    leaf_index: Sequence[LeafIndex | None],
+    enums: frozenset[str],
+) -> pa.Table | None:
+    """The leaf cells as :func:`_compile.leaf_codes` fetches them (a leaf code per chain, NULL
+    where the domain does not list the value, and ``n``), coded here from their fetched leaf
+    values instead of a join to the code tables: when every chain's leaves are integers
+    increasing in code order (``leaf_index``), which is a property of the PUBLIC domain only.
+    None when they are not (the caller joins)."""
+    if len(leaf_index) != len(spec.chains) or any(index is None for index in leaf_index):
+        return None
+    if any(col.lower() in {e.lower() for e in enums} for col in spec.leaf_columns):
+        return None
+    cells = arrow(con, _compile.leaf_values(names, spec))
+    columns: dict[str, pa.Array] = {}
+    for c, index in enumerate(leaf_index):
+        values = cells.column(c).combine_chunks()
+        if index is None or not index.accepts(values.type):
+            return None
+        nulls = values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
+        if nulls is not None:
+            values = values.fill_null(pa.scalar(0, values.type))
+        code, missing = index.codes(values.to_numpy(zero_copy_only=False))
+        if nulls is not None:
+            missing |= nulls
+        columns[_compile.leaf_code(c)] = pa.array(code, mask=missing if missing.any() else None)
+    columns["n"] = cells.column("n")
+    return pa.table(columns)
 
 
 def _leaf_codes(

@@ -199,6 +199,16 @@ def leaf_codes(
     )
 
 
+def leaf_values(names: TempNames, spec: TreeSpec) -> str:
+    """The leaf cells with every chain's leaf value (its column) and count ``n``, to fetch and
+    code outside SQL (:class:`~inftda_sql.core.leaf_index.LeafIndex`)."""
+    return render(
+        "leaf_codes.leaf_values",
+        leaf=ident(names.leaf),
+        leaf_cols=", ".join(f"l.{ident(col)}" for col in spec.leaf_columns),
+    )
+
+
 def leaf_code(chain: int) -> str:
     """Name of the column holding chain ``chain``'s leaf code (fetched cells, released cells)."""
     return f"__leaf{chain}"

@@ -1,0 +1,159 @@
+"""A first release's domain work: integer leaves coded without the join, sorted domains coded
+without the cache (issue 26, item 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import inftda_sql
+from inftda_sql import DomainError, InputDataError
+from inftda_sql.engines.duckdb import cache as cache_module
+from inftda_sql.engines.duckdb import compile as compile_module
+from inftda_sql.engines.duckdb import domain as domain_module
+
+CHAIN = ["region", "province", "mun"]
+SEEDED: dict[str, Any] = {"epsilon": 1.0, "delta": 1e-8, "seed": 7, "overwrite": True}
+
+
+def _world(con: duckdb.DuckDBPyConnection, *, leaf_step: int = 1, sorted_geo: bool = True) -> None:
+    """An integer domain of 3 x 4 x 5 paths (leaf values 100 + step * code) and records."""
+    code = np.arange(60)
+    geo = pa.table({"region": code // 20, "province": code // 5, "mun": 100 + leaf_step * code})
+    if not sorted_geo:
+        geo = geo.take(pa.array(np.random.default_rng(1).permutation(60)))
+    con.register("g", geo)
+    con.execute("CREATE TABLE geo AS SELECT * FROM g").fetchall()
+    con.unregister("g")
+    rng = np.random.default_rng(0)
+    mun = 100 + leaf_step * rng.integers(0, 60, 500)
+    con.register("p", pa.table({"mun": mun}))
+    con.execute("CREATE TABLE persons AS SELECT * FROM p").fetchall()
+    con.unregister("p")
+
+
+def _release(con: duckdb.DuckDBPyConnection, **kw: Any) -> list[tuple[Any, ...]]:
+    inftda_sql.release(con, "persons", hierarchy=CHAIN, domain="geo", output="out", **kw)
+    return con.execute("SELECT * FROM out ORDER BY ALL").fetchall()
+
+
+@pytest.fixture
+def joins(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the scans that join the leaf cells to the code tables."""
+    calls: list[int] = []
+    real = compile_module.leaf_codes
+
+    def counting(*args: Any, **kw: Any) -> str:
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(compile_module, "leaf_codes", counting)
+    return calls
+
+
+@pytest.mark.parametrize("leaf_step", [1, 3, 1000])  # contiguous, dense with gaps, sparse
+def test_integer_leaves_are_coded_without_the_join(
+    con: duckdb.DuckDBPyConnection,
+    monkeypatch: pytest.MonkeyPatch,
+    joins: list[int],
+    leaf_step: int,
+) -> None:
+    """The same released table as through the join (seeded and exact), and no join."""
+    _world(con, leaf_step=leaf_step)
+    exact = _release(con, rho=float("inf"), overwrite=True)
+    seeded = _release(con, **SEEDED)
+    assert joins == []
+    truth = con.execute(
+        "SELECT region, province, mun, count(*) FROM persons JOIN geo USING (mun) "
+        "GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert [r for r in exact if r[-1]] == truth
+    monkeypatch.setattr(domain_module.CodedChain, "leaf_index", None)  # every chain joins
+    assert _release(con, rho=float("inf"), overwrite=True) == exact
+    assert _release(con, **SEEDED) == seeded
+    assert len(joins) == 2
+
+
+def test_a_leaf_missing_from_an_integer_domain_is_named(
+    con: duckdb.DuckDBPyConnection, joins: list[int]
+) -> None:
+    _world(con, leaf_step=3)
+    con.execute("INSERT INTO persons VALUES (104), (104), (9999)").fetchall()
+    with pytest.raises(DomainError, match=r"2 value\(s\) of 'mun' .* not in the domain"):
+        _release(con, rho=float("inf"), overwrite=True)
+    assert joins == []
+
+
+def test_a_null_integer_leaf_is_named(con: duckdb.DuckDBPyConnection) -> None:
+    _world(con)
+    con.execute("INSERT INTO persons VALUES (NULL)").fetchall()
+    with pytest.raises(InputDataError, match=r"'mun' .* has NULL values"):
+        _release(con, rho=float("inf"), overwrite=True)
+
+
+def test_ancestors_checked_in_the_scan_still_join(
+    con: duckdb.DuckDBPyConnection, joins: list[int]
+) -> None:
+    """An input with ancestor columns checked against the domain: the join checks them."""
+    _world(con)
+    con.execute(
+        "CREATE OR REPLACE TABLE persons AS SELECT region, province, mun FROM persons "
+        "JOIN geo USING (mun)"
+    ).fetchall()
+    _release(con, rho=float("inf"), overwrite=True)
+    assert len(joins) == 1
+
+
+def _cache_entries(con: duckdb.DuckDBPyConnection) -> int:
+    try:
+        return int(con.execute("SELECT count(*) FROM __inftda_domains").fetchall()[0][0])
+    except duckdb.CatalogException:
+        return 0
+
+
+def test_a_sorted_domain_is_neither_keyed_nor_stored(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large domain stored in code order is coded at once (cheaper than a stored coding read
+    back); one stored out of order is still cached, and read back the next time."""
+    monkeypatch.setattr(cache_module, "MIN_CACHED_PATHS", 1)
+    keyed: list[str] = []
+    real = cache_module.domain_key  # as domain.py imported it
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        key = real(*args, **kw)
+        keyed.append(key.key)
+        return key
+
+    monkeypatch.setattr(domain_module, "domain_key", counting)
+    _world(con)
+    first = _release(con, rho=float("inf"), overwrite=True)
+    assert keyed == [] and _cache_entries(con) == 0
+    con.execute("CREATE OR REPLACE TABLE geo AS SELECT * FROM geo ORDER BY mun DESC").fetchall()
+    assert _release(con, rho=float("inf"), overwrite=True) == first
+    assert len(keyed) == 1 and _cache_entries(con) == 1
+    assert _release(con, rho=float("inf"), overwrite=True) == first
+    assert len(keyed) == 2 and _cache_entries(con) == 1  # looked up, found
+
+
+def test_a_check_remembered_per_domain_keys_a_sorted_domain(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check_ancestors="cached" remembers a passed check under the domain's content key: a
+    sorted domain, never looked up in the cache, is keyed for it (and a changed domain
+    checks again)."""
+    _world(con)
+    con.execute(
+        "CREATE OR REPLACE TABLE persons AS SELECT region, province, mun FROM persons "
+        "JOIN geo USING (mun)"
+    ).fetchall()
+    for _ in range(2):
+        _release(con, rho=float("inf"), overwrite=True, check_ancestors="cached")
+    assert con.execute("SELECT count(*) FROM __inftda_checks").fetchall() == [(1,)]
+    con.execute("UPDATE geo SET region = 9 WHERE province = 11").fetchall()
+    with pytest.raises(DomainError, match="under other ancestors"):
+        _release(con, rho=float("inf"), overwrite=True, check_ancestors="cached")

@@ -1,0 +1,69 @@
+"""core/leaf_index.py: a domain's leaf codes as a function of integer leaf values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inftda_sql.core.leaf_index import LeafIndex
+
+TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(), pa.uint64()]
+
+
+@st.composite
+def leaves_and_probes(draw: st.DrawFn) -> tuple[pa.DataType, list[int], list[int]]:
+    """Strictly increasing leaves of one integer type (contiguous, dense with gaps or sparse)
+    and values to code: leaves, values between and beyond them, the type's extremes."""
+    kind = draw(st.sampled_from(TYPES))
+    info = np.iinfo(kind.to_pandas_dtype())
+    gap = draw(st.sampled_from([1, 2, 5, 1000]))
+    n = draw(st.integers(1, 60))
+    first = draw(st.integers(int(info.min), max(int(info.min), int(info.max) - gap * n)))
+    steps = draw(st.lists(st.integers(1, gap), min_size=n - 1, max_size=n - 1))
+    leaves = [first]
+    for step in steps:
+        if leaves[-1] + step > info.max:
+            break
+        leaves.append(leaves[-1] + step)
+    near = [v + d for v in leaves for d in (-1, 0, 1) if info.min <= v + d <= info.max]
+    probes = draw(st.lists(st.sampled_from([*near, int(info.min), int(info.max)]), max_size=80))
+    return kind, leaves, probes
+
+
+@settings(max_examples=200, deadline=None)
+@given(leaves_and_probes())
+def test_codes_are_the_ranks_of_the_listed_values(
+    case: tuple[pa.DataType, list[int], list[int]],
+) -> None:
+    kind, leaves, probes = case
+    index = LeafIndex.of(pa.array(leaves, type=kind))
+    assert index is not None and index.accepts(kind)
+    values = pa.array(probes, type=kind).to_numpy(zero_copy_only=False)
+    code, missing = index.codes(values)
+    rank = {v: i for i, v in enumerate(leaves)}
+    assert missing.tolist() == [v not in rank for v in probes]
+    assert code.tolist() == [rank.get(v, 0) for v in probes]
+    assert code.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "leaves",
+    [
+        pa.array([1, 3, 2]),  # not in code order
+        pa.array([1, 1, 2]),  # a repeated leaf value
+        pa.array(["a", "b"]),  # not integers: the engine joins
+        pa.array([1.0, 2.0]),
+        pa.array([1, None], type=pa.int64()),
+        pa.array([], type=pa.int64()),
+    ],
+)
+def test_only_increasing_integers_are_indexed(leaves: pa.Array) -> None:
+    assert LeafIndex.of(leaves) is None
+
+
+def test_another_type_is_not_accepted() -> None:
+    index = LeafIndex.of(pa.chunked_array([[1, 2], [3]], type=pa.int32()))
+    assert index is not None and index.accepts(pa.int32()) and not index.accepts(pa.int64())
