@@ -57,7 +57,10 @@ class LeafIndex:
         lookup = None
         if values.size < span <= _DENSE_SLOTS_PER_LEAF * values.size < 2**31:  # == size: no gaps
             lookup = np.full(span, -1, dtype=np.int32)
-            lookup[(values - values[0]).astype(np.int64)] = np.arange(values.size, dtype=np.int32)
+            # in int64: the leaves' own type (int8, int16 ...) would wrap values - values[0]
+            lookup[values.astype(np.int64) - int(values[0])] = np.arange(
+                values.size, dtype=np.int32
+            )
         return cls(values, leaves.type, lookup)
 
     def codes(self, values: npt.NDArray[np.integer]) -> tuple[I64, npt.NDArray[np.bool_]]:
