@@ -64,12 +64,24 @@ def _true_counts(
     """True counts of the children of many parents, zero where absent.
 
     Parent ``p``'s children have the contiguous keys ``first[p] .. first[p] + counts[p] - 1``
-    and sit at ``seg[p] ..`` in the output: two binary searches per parent find the non-zero
-    ones, which are scattered into place (no search per child).
+    and sit at ``seg[p] ..`` in the output (see :func:`_add_true_counts`).
     """
     y = np.zeros(total, dtype=np.int64)
+    _add_true_counts(y, keys_sorted, values, first, counts, seg)
+    return y
+
+
+def _add_true_counts(
+    y: I64, keys_sorted: I64, values: I64, first: I64, counts: I64, seg: I64
+) -> None:
+    """Add the true counts of the children of many parents into ``y`` in place.
+
+    Parent ``p``'s children have the contiguous keys ``first[p] .. first[p] + counts[p] - 1``
+    and sit at ``seg[p] ..`` in ``y``: two binary searches per parent find the non-zero ones,
+    which are added at their places (no search per child, no pass over the zero children).
+    """
     if keys_sorted.size == 0:
-        return y
+        return
     lo = np.searchsorted(keys_sorted, first)
     hi = np.searchsorted(keys_sorted, first + counts)
     m = hi - lo
@@ -79,7 +91,35 @@ def _true_counts(
         np.cumsum(m[:-1], out=m_start[1:])
         idx = np.repeat(lo - m_start, m) + np.arange(n_hits, dtype=np.int64)
         pos = keys_sorted[idx] + np.repeat(seg - first, m)
-        y[pos] = values[idx]
+        y[pos] += values[idx]  # the positions are distinct
+
+
+#: Holes up to this many are skipped slice by slice (:func:`_spread`); more go through a mask.
+_SLICED_HOLES = 64
+
+
+def _spread(noise: I64, total: int, holes: I64) -> I64:
+    """``noise`` laid out over ``total`` places in order, skipping the sorted distinct places
+    ``holes`` (zero there): the plain ``y = zeros(total); y[mask] = noise`` with ``mask``
+    false at ``holes``, without a mask pass when the holes are few and with no copy at all
+    when there are none (``noise`` itself is returned)."""
+    if holes.size == 0:
+        return noise
+    y = np.empty(total, dtype=np.int64)
+    if holes.size <= _SLICED_HOLES:
+        src = 0
+        prev = 0
+        for h in holes.tolist():
+            y[prev:h] = noise[src : src + h - prev]
+            src += h - prev
+            prev = h + 1
+        y[prev:] = noise[src:]
+        y[holes] = 0
+    else:
+        keep = np.ones(total, dtype=bool)
+        keep[holes] = False
+        y[keep] = noise
+        y[holes] = 0
     return y
 
 
@@ -164,24 +204,24 @@ class LevelJob:
         for j, codes in enumerate(self.codes):
             if j != self.chain:
                 first += codes[a:b] * self.strides[j]
-        single = counts == 1
-        if single.all():  # every child is its parent: no true count is read, no noise drawn
+        lone = np.flatnonzero(counts == 1)  # parents with an only child
+        if lone.size == counts.size:  # every child is its parent: no true count, no noise
             x: I64 | None = self.values[a:b].copy()
             noised = 0
         else:
-            y = _true_counts(self.keys_true, self.counts_true, first, counts, seg, total)
-            many = np.repeat(~single, counts) if single.any() else None
-            noised = total if many is None else int(np.count_nonzero(many))
+            holes = seg[lone]  # the only children's places: no noise drawn for them
+            noised = total - int(lone.size)
             if self.sigma > 0:
                 noise = draw_discrete_gaussian(self.sigma, noised, source=source)
-                if many is None:
-                    y += noise
-                else:
-                    y[many] += noise
+                y = _spread(noise, total, holes)  # in place of zeros plus a pass adding noise
+                del noise
+            else:
+                y = np.zeros(total, dtype=np.int64)
+            _add_true_counts(y, self.keys_true, self.counts_true, first, counts, seg)
             if self.measure is not None and noised:
-                self._measure(y, many, starts, seg, a, b)
-            if many is not None:  # an only child is its parent: its true count is not used
-                y[~many] = self.values[a:b][single]
+                self._measure(y, holes, starts, seg, a, b)
+            # an only child is its parent: its true count is not used
+            y[holes] = self.values[a:b][lone]
             x = None
             # a SpecError is replaced below, outside any handler: not even chained to its message
             with contextlib.suppress(SpecError):
@@ -203,10 +243,16 @@ class LevelJob:
         ]
         return out, x[kept], noised
 
-    def _measure(self, y: I64, many: I64 | None, starts: I64, seg: I64, a: int, b: int) -> None:
-        """Hand the noisy children (the only children are not measured) to ``measure``."""
+    def _measure(self, y: I64, holes: I64, starts: I64, seg: I64, a: int, b: int) -> None:
+        """Hand the noisy children (the only children, at ``holes``, are not measured) to
+        ``measure``."""
         assert self.measure is not None
-        pos = np.arange(y.size, dtype=np.int64) if many is None else np.flatnonzero(many)
+        if holes.size == 0:
+            pos = np.arange(y.size, dtype=np.int64)
+        else:
+            many = np.ones(y.size, dtype=bool)
+            many[holes] = False
+            pos = np.flatnonzero(many)
         parent = np.searchsorted(seg, pos, side="right") - 1
         codes = [
             starts[parent] + (pos - seg[parent]) if j == self.chain else codes[a:b][parent]
