@@ -187,25 +187,41 @@ _FITS: dict[str, _Fit] = {
 _STALL_FRACTION = 0.125
 #: ... when more than this many are left (below it, a few more rounds cost less than a call)
 _STALL_MIN = 4096
+#: entries fitted at a time: a chunk fed is fitted in pieces (exact: the open segment's blocks
+#: carry over), whose work arrays stay in the cache and are reused, not faulted in afresh
+_PIECE = 1 << 17
 #: products of sums and weights stay below this in int64 (checked before the integer path)
 _INT_LIMIT = 1 << 62
 
 
-def _descents(y: I64, seg_start: I64) -> tuple[I64, I64, int]:
-    """The first round, on unit-weight entries: every maximal non-increasing run of a segment
+def _descents(
+    y: I64, seg_start: I64, lo: int, scratch: I64
+) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
+    """The first pass, on unit-weight entries: every maximal non-increasing run of a segment
     becomes one block (an entry at least as large as the next one shares its block of the
-    fit). Returns the runs' starts (indices into ``y``), the sum of ``y`` before each and the
-    sum of ``y``."""
-    brk = np.empty(y.size, dtype=bool)
+    fit). Returns the blocks as boundaries (:func:`_pool_rounds`), the chunk starting at
+    stream position ``lo``; ``scratch`` holds at least ``y.size`` int64 (reused across chunks:
+    no fresh pages per chunk)."""
+    n = y.size
+    brk = scratch.view(np.bool_)[:n]
     brk[0] = True
     np.greater(y[1:], y[:-1], out=brk[1:])
     brk[seg_start] = True
     starts = np.flatnonzero(brk)
-    c = np.cumsum(y)
-    before = np.empty(starts.size, dtype=np.int64)
+    m = starts.size
+    before = scratch[:n]  # the sum of the entries before each one
     before[0] = 0
-    np.take(c, starts[1:] - 1, out=before[1:], mode="clip")
-    return starts, before, int(c[-1])
+    np.cumsum(y[:-1], out=before[1:])
+    pos = np.empty(m + 1, dtype=np.int64)
+    np.add(starts, lo, out=pos[:m])
+    pos[m] = lo + n
+    cum = np.empty(m + 1, dtype=np.int64)
+    np.take(before, starts, out=cum[:m], mode="clip")
+    cum[m] = before[-1] + y[-1]
+    first = np.zeros(m + 1, dtype=bool)
+    first[np.searchsorted(starts, seg_start)] = True
+    first[m] = True
+    return pos, cum, first
 
 
 def _pool_rounds(
@@ -295,6 +311,7 @@ class SegmentedIsotonic:
         self._carry_value = np.zeros(0, dtype=np.float64)
         self._carry_sum: I64 | None = np.zeros(0, dtype=np.int64)  # None: not integers
         self._done: list[tuple[I64, I64, I64, F64]] = []
+        self._scratch = np.zeros(0, dtype=np.int64)  # the first pass's work space
 
     @property
     def total(self) -> int:
@@ -304,11 +321,14 @@ class SegmentedIsotonic:
     def feed(self, values: F64 | I64) -> None:
         """Fit the next ``len(values)`` entries of the stream (after the ones fed before)."""
         y = np.asarray(values)
-        lo, hi = self._next, self._next + y.size
-        if hi > self.total:
+        if self._next + y.size > self.total:
             raise InternalError("more entries fed than the segments hold")
-        if y.size == 0:
-            return
+        for start in range(0, y.size, _PIECE):
+            self._feed(y[start : start + _PIECE])
+
+    def _feed(self, y: npt.NDArray[Any]) -> None:
+        """Fit a piece of at most ``_PIECE`` entries."""
+        lo, hi = self._next, self._next + y.size
         self._next = hi
         off = self.offsets
         # segments that have entries in [lo, hi): from the one holding lo to the one holding hi-1
@@ -363,12 +383,9 @@ class SegmentedIsotonic:
     ) -> tuple[I64, I64, I64, I64]:
         """Blocks (stream position, length, integer sum, segment) of the carried blocks and an
         integer chunk, by exact pooling rounds."""
-        starts, before, total = _descents(y, seg_start)
-        first = np.zeros(starts.size + 1, dtype=bool)
-        first[np.searchsorted(starts, seg_start)] = True
-        first[-1] = True
-        pos = np.append(starts + lo, lo + y.size)
-        cum = np.append(before, total)
+        if self._scratch.size < y.size:
+            self._scratch = np.empty(y.size, dtype=np.int64)
+        pos, cum, first = _descents(y, seg_start, lo, self._scratch)
         if carried:
             assert self._carry_sum is not None
             first[0] = False  # the chunk continues the open segment
