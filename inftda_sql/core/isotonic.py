@@ -323,8 +323,14 @@ class SegmentedIsotonic:
         y = np.asarray(values)
         if self._next + y.size > self.total:
             raise InternalError("more entries fed than the segments hold")
-        for start in range(0, y.size, _PIECE):
-            self._feed(y[start : start + _PIECE])
+        start = 0
+        while start < y.size:
+            # the open segment's blocks are fitted again with every piece: a piece at least 8
+            # times their number keeps that a small part of the work (a long increasing
+            # sequence carries most of its entries as blocks)
+            piece = max(_PIECE, 8 * self._carry_len.size)
+            self._feed(y[start : start + piece])
+            start += piece
 
     def _feed(self, y: npt.NDArray[Any]) -> None:
         """Fit a piece of at most ``_PIECE`` entries."""

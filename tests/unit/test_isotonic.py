@@ -150,3 +150,12 @@ def test_integer_and_float_chunks_mix_within_a_segment(kinds: list[str]) -> None
     np.testing.assert_allclose(
         stream.blocks().dense(offsets), _reference(y, offsets), rtol=1e-12, atol=1e-6
     )
+
+
+def test_a_long_increasing_segment_carries_its_blocks_across_pieces() -> None:
+    """An increasing segment longer than a piece keeps nearly every entry as a block: the
+    pieces after it grow with the blocks carried; a drop at the end pools across all of them."""
+    y = np.append(np.arange(400_000) // 3, [50_000, -(10**7)])
+    offsets = np.array([0, y.size])
+    fit = isotonic_blocks(y, offsets, chunk=y.size)
+    np.testing.assert_allclose(fit.dense(offsets), _reference(y, offsets), rtol=0, atol=1e-6)
