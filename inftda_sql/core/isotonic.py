@@ -333,7 +333,7 @@ class SegmentedIsotonic:
             start += piece
 
     def _feed(self, y: npt.NDArray[Any]) -> None:
-        """Fit a piece of at most ``_PIECE`` entries."""
+        """Fit one piece of the entries fed (:meth:`feed` cuts them)."""
         lo, hi = self._next, self._next + y.size
         self._next = hi
         off = self.offsets
