@@ -28,12 +28,13 @@ listed group holds someone, the engine's check; 0 when groups may be empty):
 
 The isotonic fits run over all nodes of a level at once, streamed in chunks of ``chunk`` entries
 (:class:`~inftda_sql.core.isotonic.SegmentedIsotonic`): for 3,000 nodes and K = 100,000 the
-level is 3e8 entries, but at most two chunks of them (the one fitted and the next one, whose
-noise a second thread draws meanwhile) and the blocks of one open node are in memory. The naive
-and cumulative estimators chunk whole nodes, so a chunk holds at least one node's K entries; the
-unattributed one cuts anywhere (a root of 240M groups is streamed). The true cumulative
-histogram of a node is piecewise constant; a chunk builds it from the sparse histogram by one
-scatter and one cumulative sum.
+level is 3e8 entries, but at most three chunks of them (the one fitted and the next two, whose
+noise two threads draw meanwhile, each chunk from its own random source: the same draws as one
+after the other) and the blocks of one open node are in memory; the chunks' arrays are reused,
+not allocated afresh. The naive and cumulative estimators chunk whole nodes, so a chunk holds at
+least one node's K entries; the unattributed one cuts anywhere (a root of 240M groups is
+streamed). The true cumulative histogram of a node is piecewise constant; a chunk builds it
+from the sparse histogram by one scatter and one cumulative sum.
 
 **Variance of an estimated group's size** (the paper's Section 5.1; its formulas were lost in
 conversion, re-derived here). ``V`` is the variance of one noise draw of the level

@@ -5,8 +5,10 @@ in chunks (:func:`estimate_level`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from queue import Empty, SimpleQueue
 
 import numpy as np
 
@@ -19,24 +21,62 @@ from ..rng import RandomSource
 from .histograms import DEFAULT_CHUNK, CocLevel, Histograms, Runs, T
 
 
-def _noise(scale: float, n: int, source: RandomSource) -> I64:
+def _noise(scale: float, n: int, source: RandomSource, out: I64 | None = None) -> I64:
     if scale == 0.0:
-        return np.zeros(n, dtype=np.int64)
-    return draw_discrete_laplace(scale, n, source=source)
+        if out is None:
+            return np.zeros(n, dtype=np.int64)
+        out.fill(0)
+        return out
+    return draw_discrete_laplace(scale, n, source=source, out=out)
 
 
-def _prefetched(make: Callable[[T], I64], items: Sequence[T]) -> Iterator[I64]:
-    """``make(item)`` for every item, in order, the next one computed in a second thread while
-    the caller works on the current one (noise and the isotonic fit overlap on two cores)."""
+class _Buffers:
+    """int64 work arrays passed from the noise threads to the fit and back: a level's chunks
+    reuse a few arrays instead of faulting fresh pages in for every chunk (a fresh page costs
+    about as much as the arithmetic on the entries it holds). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._free: SimpleQueue[I64] = SimpleQueue()
+
+    def take(self, n: int) -> I64:
+        """An array of ``n`` entries (uninitialised)."""
+        try:
+            buf = self._free.get_nowait()
+        except Empty:
+            buf = np.empty(0, dtype=np.int64)
+        if buf.size < n:
+            buf = np.empty(n, dtype=np.int64)
+        return buf[:n]
+
+    def give(self, arr: I64) -> None:
+        """Return an array from :meth:`take` (a view of it: its whole buffer is reused)."""
+        base = arr.base if isinstance(arr.base, np.ndarray) else arr
+        self._free.put(base)
+
+
+#: threads drawing the noisy chunks ahead of the fit (each chunk has its own random source, so
+#: the chunks drawn in parallel are the same draws as drawn one after the other)
+NOISE_WORKERS = 2
+
+
+def _prefetched(
+    make: Callable[[T], I64], items: Sequence[T], workers: int | None = None
+) -> Iterator[I64]:
+    """``make(item)`` for every item, in order, the next ``workers`` ones computed in as many
+    threads while the caller works on the current one (the noise, the larger part of the work,
+    is drawn on every core while the isotonic fit runs; at most ``workers + 1`` chunks are held).
+    """
     if not items:
         return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(make, items[0])
-        for nxt in [*items[1:], None]:
-            ready = pending.result()
-            if nxt is not None:
-                pending = pool.submit(make, nxt)
+    workers = NOISE_WORKERS if workers is None else workers
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = deque(pool.submit(make, item) for item in items[:workers])
+        for nxt in items[workers:]:
+            ready = pending.popleft().result()
+            pending.append(pool.submit(make, nxt))
             yield ready
+        while pending:
+            yield pending.popleft().result()
 
 
 def _node_chunks(n_nodes: int, per_node: int, chunk: int) -> list[tuple[int, int]]:
@@ -45,13 +85,17 @@ def _node_chunks(n_nodes: int, per_node: int, chunk: int) -> list[tuple[int, int
     return [(v, min(v + step, n_nodes)) for v in range(0, n_nodes, step)]
 
 
-def _dense(truth: Histograms, v0: int, v1: int, lo: int, width: int) -> I64:
-    """The true ``H[lo .. lo + width - 1]`` of nodes ``v0 .. v1 - 1`` as a (nodes, width) array."""
+def _dense(truth: Histograms, v0: int, v1: int, lo: int, width: int, out: I64 | None = None) -> I64:
+    """The true ``H[lo .. lo + width - 1]`` of nodes ``v0 .. v1 - 1`` as a (nodes, width) array
+    (written into ``out``, of that shape, when given)."""
     a = int(np.searchsorted(truth.node, v0))
     b = int(np.searchsorted(truth.node, v1))
     node, size, count = truth.node[a:b], truth.size[a:b], truth.count[a:b]
     inside = (size >= lo) & (size < lo + width)
-    out = np.zeros((v1 - v0, width), dtype=np.int64)
+    if out is None:
+        out = np.zeros((v1 - v0, width), dtype=np.int64)
+    else:
+        out.fill(0)
     out[node[inside] - v0, size[inside] - lo] = count[inside]
     return out
 
@@ -75,16 +119,21 @@ def _estimate_cumulative(
     ranges = _node_chunks(n, width, chunk)
     sources = source.spawn(len(ranges))
 
+    buffers = _Buffers()
+
     def noisy(item: tuple[tuple[int, int], RandomSource]) -> I64:
         (v0, v1), src = item
-        hc = _dense(level.truth, v0, v1, min_size, width)
+        y = buffers.take((v1 - v0) * width)
+        hc = _dense(level.truth, v0, v1, min_size, width, out=y.reshape(v1 - v0, width))
         np.cumsum(hc, axis=1, out=hc)
-        y = hc.ravel()
-        y += _noise(scale, y.size, src)
+        z = _noise(scale, y.size, src, out=buffers.take(y.size))
+        y += z
+        buffers.give(z)
         return y
 
     for y in _prefetched(noisy, list(zip(ranges, sources, strict=True))):
         stream.feed(y)
+        buffers.give(y)
     fit = stream.blocks()
     g = G[fit.segment]
     r = np.clip(np.floor(np.clip(fit.value, 0.0, None) + 0.5), 0, g).astype(np.int64)
@@ -133,9 +182,12 @@ def _estimate_unattributed(
         b = int(np.searchsorted(starts, hi, side="left"))
         reps = np.minimum(ends[a:b], hi) - np.maximum(starts[a:b], lo)
         y = np.repeat(truth.size[a:b], reps)
-        y += _noise(scale, y.size, src)
+        z = _noise(scale, y.size, src, out=buffers.take(y.size))
+        y += z
+        buffers.give(z)
         return y
 
+    buffers = _Buffers()
     for y in _prefetched(noisy, list(zip(bounds, sources, strict=True))):
         stream.feed(y)
     fit = stream.blocks()

@@ -12,7 +12,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from ..._errors import SpecError
+from ..._errors import InternalError, SpecError
 from ..rng import RandomSource, as_source
 from .composed import _draw_composed, _laplace_plan
 from .gaussian import SCALE_MAX, _draw_grouped, _integer_points, _too_large
@@ -78,12 +78,22 @@ def _check_scale(scale: object) -> float:
 
 
 def draw_discrete_laplace(
-    scale: float, size: int, *, source: RandomSource
+    scale: float,
+    size: int,
+    *,
+    source: RandomSource,
+    out: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.int64]:
     """``size`` discrete Laplace draws of ``scale`` from ``source`` (the library's own entry
-    point; see :func:`draw_discrete_gaussian`)."""
+    point; see :func:`draw_discrete_gaussian`). ``out``, a contiguous 1-d int64 array of
+    ``size`` entries, receives the draws instead of a new array (work space reused by a caller
+    drawing chunk after chunk); the draws are the same."""
     b = _check_scale(scale)
-    out = np.empty(math.prod(_check_size(size)), dtype=np.int64)
+    n = math.prod(_check_size(size))
+    if out is None:
+        out = np.empty(n, dtype=np.int64)
+    elif out.dtype != np.int64 or out.shape != (n,) or not out.flags.c_contiguous:
+        raise InternalError(f"out must be a contiguous int64 array of {n} entries")
     _draw_laplace(b, out, source)
     return out
 
