@@ -17,6 +17,7 @@ from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecErro
 from ..._request import ReleaseRequest
 from ...core.accounting import Guarantee
 from ...core.arrays import I64
+from ...core.cells import LeafCells
 from ...core.domains import match_columns, unwrap
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
@@ -41,6 +42,7 @@ from .catalog import (
 )
 from .count_of_counts import CocStages, SparkCountOfCounts
 from .domain import CodedChain, build_chain
+from .driver import collect_cells, driver_children
 from .features import FeatureStages
 from .ledger import FileLedger, Reservation, open_ledger, register_views
 from .scan import level_counts, scan
@@ -88,6 +90,8 @@ class SparkEngine(FeatureStages, CocStages):
         self._domain_desc: list[str] = []
         self._chains: list[CodedChain] = []
         self._cells: DataFrame | None = None
+        self._leaf_cells: LeafCells | None = None  # the cells on the driver, when few enough
+        self._on_driver = 0  # levels of up to this many children run on the driver
         self._count: str | None = None
         self._count_is_integer = True
         self._reads = BaseTables()  # what the input reads
@@ -175,6 +179,7 @@ class SparkEngine(FeatureStages, CocStages):
         self._domain_reads = [reads[id(dom)] for dom in self._domains]
         self._check_domains_are_not_the_input()
         self._check_targets()
+        self._on_driver = driver_children(self.spark)
         # the refusals above read the catalog only; the first Spark job checks the workers,
         # still before any private data is read
         check_workers(self.spark)
@@ -299,7 +304,7 @@ class SparkEngine(FeatureStages, CocStages):
     def scan(self) -> Scan:
         req = self.request
         warn_slow_settings(self.spark, self.input.df)
-        found, self._cells = scan(
+        found, table = scan(
             req.tree,
             self.input,
             self._chains,
@@ -310,6 +315,11 @@ class SparkEngine(FeatureStages, CocStages):
             distinct=req.distinct,
             source=req.source,
         )
+        self._cells = table.frame
+        if self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
+            self._leaf_cells = collect_cells(
+                table.frame, req.tree, [ch.tree for ch in self._chains]
+            )
         return found
 
     @property
@@ -319,6 +329,8 @@ class SparkEngine(FeatureStages, CocStages):
         return self._cells
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
+        if self._leaf_cells is not None:
+            return self._leaf_cells.level(self.request.tree, level, strides)
         return level_counts(self.cells, self.request.tree, level, strides)
 
     def run_mechanism(self, mechanism: Mechanism, ctx: MechanismContext) -> SparkResult:
@@ -337,6 +349,9 @@ class SparkEngine(FeatureStages, CocStages):
             step=mechanism.topdown_step,
             scratch=self.scratch,
             progress=ctx.progress,
+            true_level=ctx.true_level,
+            on_driver=self._on_driver,
+            threads=ctx.threads,
         )
 
     def released(self, result: SparkResult) -> tuple[tuple[LevelStats, ...], int]:

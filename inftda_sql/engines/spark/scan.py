@@ -13,6 +13,7 @@ columns and numbers of rows, never a count.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ def describe(spark: Any, what: str | None) -> None:
 
 __all__ = [
     "COUNT_LIMIT",
+    "CellsTable",
     "bound_units",
     "check_unit",
     "count_aggregates",
@@ -49,6 +51,14 @@ __all__ = [
 ]
 
 _INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class CellsTable:
+    """The scan's cells table (cached by Spark) and its number of rows (leaf cells)."""
+
+    frame: DataFrame
+    rows: int
 
 
 def _c(name: str) -> Column:
@@ -96,8 +106,8 @@ def scan(
     contribution: int,
     distinct: bool,
     source: RandomSource,
-) -> tuple[Scan, DataFrame]:
-    """Scan the input: the checks, then the cells table (cached) and what the scan found."""
+) -> tuple[Scan, CellsTable]:
+    """Scan the input: the checks, then what the scan found and the cells table (cached)."""
     df = inp.df
     unit: str | None = None
     weight: Column = F.lit(1)
@@ -111,11 +121,10 @@ def scan(
     leaf = df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs).persist()
     try:
         validate(leaf, spec.leaf_columns, count, inp)
-        cells = _code_cells(leaf, spec, chains, inp)
+        cells, n_cells, total = _code_cells(leaf, spec, chains, inp)
     except BaseException:
         leaf.unpersist()
         raise
-    total = int(cells.agg(F.sum("n")).first()[0] or 0)  # type: ignore[index]
     leaf.unpersist()
     describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
@@ -124,7 +133,7 @@ def scan(
         total=total,
         diagnostics=unit_diagnostics(inp, privacy_unit, contribution, distinct, total),
         privacy_unit=unit,
-    ), cells
+    ), CellsTable(cells, n_cells)
 
 
 def count_aggregates(
@@ -242,9 +251,10 @@ def validate(leaf: DataFrame, cols: Sequence[str], count: str | None, inp: Spark
 
 def _code_cells(
     leaf: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain], inp: SparkSource
-) -> DataFrame:
+) -> tuple[DataFrame, int, int]:
     """Join every chain's leaf value to its codes; check the input's paths against the domain.
-    Returns the cells table: a code per chain and depth, and ``n``, one row per leaf cell."""
+    Returns the cells table (a code per chain and depth, and ``n``, one row per leaf cell), its
+    rows and the sum of ``n``."""
     joined = leaf
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
         dom = coded.codes.select(
@@ -266,9 +276,11 @@ def _code_cells(
         for d in range(1, len(chain) + 1)
     ]
     cells = joined.groupBy(*codes).agg(F.sum("__n").cast("long").alias("n")).persist()
-    cells.count()
+    # one job caches the cells and counts them and their records
+    found = cells.agg(F.count(F.lit(1)), F.sum("n")).first()
     joined.unpersist()
-    return cells
+    assert found is not None
+    return cells, int(found[0] or 0), int(found[1] or 0)
 
 
 def _check_paths(joined: DataFrame, spec: TreeSpec) -> None:
