@@ -90,6 +90,7 @@ class SparkEngine(FeatureStages, CocStages):
         self._domain_desc: list[str] = []
         self._chains: list[CodedChain] = []
         self._cells: DataFrame | None = None
+        self._cached: DataFrame | None = None  # what Spark caches the cells in
         self._leaf_cells: LeafCells | None = None  # the cells on the driver, when few enough
         self._on_driver = 0  # levels of up to this many children run on the driver
         self._count: str | None = None
@@ -315,7 +316,7 @@ class SparkEngine(FeatureStages, CocStages):
             distinct=req.distinct,
             source=req.source,
         )
-        self._cells = table.frame
+        self._cells, self._cached = table.frame, table.cached
         if self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
             self._leaf_cells = collect_cells(
                 table.frame, req.tree, [ch.tree for ch in self._chains]
@@ -410,8 +411,8 @@ class SparkEngine(FeatureStages, CocStages):
     def close(self) -> None:
         if self._ledger is not None:
             self._ledger.withdraw(self._reservation)  # recorded (the row names it) or not
-        if self._cells is not None:
+        if self._cached is not None:
             with contextlib.suppress(Exception):
-                self._cells.unpersist()
+                self._cached.unpersist()
         with contextlib.suppress(Exception):
             remove_folder(self.spark, self.scratch)
