@@ -230,6 +230,17 @@ def test_levels_on_the_driver_or_in_tasks_give_the_seeded_duckdb_table(
     assert jobs["0"] - jobs["3000"] >= 2 * (levels - big), jobs
 
 
+def test_a_domain_value_that_does_not_convert_is_refused(spark: Any, sdb: str) -> None:
+    """The domain's values are cast to the input's types; one that does not convert is named
+    as an error (the distinct paths and the check in one Spark job)."""
+    import inftda_sql.spark
+
+    spark.createDataFrame([(1, 2)], "g int, n long").write.saveAsTable("t")
+    spark.createDataFrame([(1,), (2**40,)], "g long").write.saveAsTable("dom")  # not an int
+    with pytest.raises(DomainError, match="do not convert to the input's column types"):
+        inftda_sql.spark.release(spark, "t", hierarchy=["g"], domain=["dom"], count="n", rho=1.0)
+
+
 def test_a_bad_driver_children_setting_is_refused_before_the_data_is_read(
     spark: Any, sdb: str
 ) -> None:

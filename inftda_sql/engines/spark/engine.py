@@ -373,6 +373,25 @@ class SparkEngine(FeatureStages, CocStages):
         schema = ", ".join([*(f"c{j} long" for j in range(k)), "v long"])
         return self.spark.createDataFrame(table, schema=schema)
 
+    def _decoded(self, result: TopDownResult) -> DataFrame:
+        """A driver-side result as the released table: a leaf code is its row of the chain's
+        coded paths (typed as the input's columns), so ``take`` decodes it."""
+        spec = self.request.tree
+        columns: dict[str, pa.Array | pa.ChunkedArray] = {}
+        for c, (chain, coded) in enumerate(zip(spec.chains, self._chains, strict=True)):
+            assert coded.paths is not None
+            leaf = pa.array(np.asarray(result.codes[c], np.int64))
+            decoded = coded.paths.select(list(range(len(chain)))).take(leaf)
+            columns.update(zip(chain, decoded.columns, strict=True))
+        table = pa.table(
+            [
+                *(columns[col] for col in spec.columns),
+                pa.array(np.asarray(result.counts, np.int64)),
+            ],
+            names=[*spec.columns, "count"],
+        )
+        return self.spark.createDataFrame(table)
+
     def recheck_budget(self, record: ReleaseRecord, guarantee: Guarantee) -> ReleaseRecord:
         """Check the budget again just before writing (this release's reservation aside); the
         record charged to the input's base tables, with the note of an override."""
@@ -396,7 +415,10 @@ class SparkEngine(FeatureStages, CocStages):
     def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
         req = self.request
         record = self.recheck_budget(record, req.guarantee)
-        released = decode(self._leaves(result), req.tree, self._chains)
+        if isinstance(result, TopDownResult) and all(ch.paths is not None for ch in self._chains):
+            released = self._decoded(result)  # decoded on the driver: no join, no Spark job
+        else:
+            released = decode(self._leaves(result), req.tree, self._chains)
         return write_release(
             self.spark,
             released,
