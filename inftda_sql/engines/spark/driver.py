@@ -37,9 +37,9 @@ __all__ = ["DRIVER_CHILDREN", "SETTING", "collect_cells", "driver_children", "dr
 
 #: the Spark conf that bounds what runs on the driver (children of a level, leaf cells fetched)
 SETTING = "spark.inftda.driverChildren"
-#: its default: a level of up to 32M children takes a few seconds and well under 2 GB on the
+#: its default: a level of up to 64M children takes seconds and well under 2 GB on the
 #: driver (blocks of about 1M children at a time); 0 runs every level in Spark's tasks
-DRIVER_CHILDREN = 1 << 25
+DRIVER_CHILDREN = 1 << 26
 
 TrueLevel = Callable[[int, tuple[int, ...]], tuple[I64, I64]]
 
