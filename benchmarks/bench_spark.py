@@ -342,13 +342,22 @@ def main() -> None:
         print(json.dumps(res), flush=True)
     digests = {json.dumps(r.get("digest")) for r in results}
     print("same table on every engine:", len(digests) == 1)
-    print("\n| engine | release s | process s | peak RSS MB | scan s | topdown s | write s |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "\n| engine | release s | process s | peak RSS MB | scan s | topdown s | write s "
+        "| Spark jobs | jobs in levels |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         st = r.get("stages", {})
+        steps = r.get("spark_steps", [])
+        jobs = sum(s["jobs"] for s in steps) if steps else "-"
+        # the engine labels a level's jobs "inftda_sql level <n> (...)": none for a level it
+        # ran on the driver
+        in_levels = sum(s["jobs"] for s in steps if s["step"].startswith("inftda_sql level "))
         print(
             f"| {r.get('engine')} | {r.get('release_seconds')} | {r['process_seconds']} | "
-            f"{r['peak_rss_mb']} | {st.get('scan')} | {st.get('topdown')} | {st.get('write')} |"
+            f"{r['peak_rss_mb']} | {st.get('scan')} | {st.get('topdown')} | {st.get('write')} "
+            f"| {jobs} | {in_levels if steps else '-'} |"
         )
 
 

@@ -189,6 +189,74 @@ def test_seeded_spark_equals_duckdb_on_synthetic_od(
     assert _duck_rows(con, "other") != got  # the seed matters: the comparison can fail
 
 
+def _jobs(spark: Any, group: str) -> int:
+    """How many Spark jobs ran in job group ``group``."""
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_levels_on_the_driver_or_in_tasks_give_the_seeded_duckdb_table(
+    spark: Any, italy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spark.inftda.driverChildren``: 0 runs every level in Spark's tasks, 3000 the small
+    levels on the driver and the large ones in tasks, the default every level of this small
+    release on the driver. The same seeded table as DuckDB's each time; a level on the driver
+    runs no Spark job, one in tasks at least two."""
+    import inftda_sql.spark
+
+    con, _ = italy
+    monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 3000)  # several blocks per large level
+    kwargs = dict(
+        hierarchy=OD, domain=["geo_origin", "geo_destination"], count="n", rho=1.0, seed=11
+    )
+    duck = inftda_sql.release(con, "trips", output="out", **kwargs)
+    jobs = {}
+    for setting in ("0", "3000", None):
+        group = f"g{uuid.uuid4().hex[:8]}"
+        if setting is not None:
+            spark.conf.set("spark.inftda.driverChildren", setting)
+        spark.sparkContext.setJobGroup(group, "a release")
+        try:
+            sk = inftda_sql.spark.release(spark, "trips", output="out", overwrite=True, **kwargs)
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            spark.conf.unset("spark.inftda.driverChildren")
+        _check_same(spark, con, duck, sk)
+        jobs[setting] = _jobs(spark, group)
+    big = sum(1 for lv in duck.levels[1:] if lv.noised_cells > 3000)  # in tasks under "3000"
+    assert 0 < big < len(duck.levels) - 1
+    levels = len(duck.levels) - 1
+    assert jobs["0"] - jobs[None] >= 2 * levels, jobs
+    assert jobs["3000"] - jobs[None] >= 2 * big, jobs
+    assert jobs["0"] - jobs["3000"] >= 2 * (levels - big), jobs
+
+
+def test_a_domain_value_that_does_not_convert_is_refused(spark: Any, sdb: str) -> None:
+    """The domain's values are cast to the input's types; one that does not convert is named
+    as an error (the distinct paths and the check in one Spark job)."""
+    import inftda_sql.spark
+
+    spark.createDataFrame([(1, 2)], "g int, n long").write.saveAsTable("t")
+    spark.createDataFrame([(1,), (2**40,)], "g long").write.saveAsTable("dom")  # not an int
+    with pytest.raises(DomainError, match="do not convert to the input's column types"):
+        inftda_sql.spark.release(spark, "t", hierarchy=["g"], domain=["dom"], count="n", rho=1.0)
+
+
+def test_a_bad_driver_children_setting_is_refused_before_the_data_is_read(
+    spark: Any, sdb: str
+) -> None:
+    import inftda_sql.spark
+
+    spark.createDataFrame([("a", 1)], "g string, n long").write.saveAsTable("t")
+    spark.conf.set("spark.inftda.driverChildren", "many")
+    try:
+        with pytest.raises(SpecError, match=r"spark\.inftda\.driverChildren .* got 'many'"):
+            inftda_sql.spark.release(
+                spark, "t", hierarchy=["g"], domain={"g": ["a"]}, count="n", rho=1.0
+            )
+    finally:
+        spark.conf.unset("spark.inftda.driverChildren")
+
+
 @pytest.mark.shared
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_seeded_spark_equals_duckdb_on_portugal(spark: Any, sdb: str, partitions: int) -> None:

@@ -152,6 +152,26 @@ def test_seeded_hierarchy_release_equals_duckdb(
     assert max(lv.noised_cells for lv in sk.levels) > 3 * 3000  # several blocks were drawn
 
 
+def test_seeded_hierarchy_release_in_the_executors_equals_duckdb(
+    cluster: Any, italy: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every level in the executors (``spark.inftda.driverChildren`` 0), not on the driver:
+    the same seeded table as DuckDB's."""
+    import inftda_sql.spark
+
+    monkeypatch.setattr(_topdown, "CHUNK_CHILDREN", 3000)  # several blocks: several tasks
+    duck = inftda_sql.release(italy, "trips", output="out", **ITALY)
+    frame = cluster.table("trips").repartition(PARTITIONS)
+    cluster.conf.set("spark.inftda.driverChildren", "0")
+    try:
+        sk = inftda_sql.spark.release(cluster, frame, output="out", **ITALY)
+    finally:
+        cluster.conf.unset("spark.inftda.driverChildren")
+    assert _rows(cluster, "out") == _duck(italy, "out")
+    assert _levels(cluster) == _duck_levels(italy, cluster)
+    assert [lv.noised_cells for lv in sk.levels] == [lv.noised_cells for lv in duck.levels]
+
+
 def test_seeded_cbdp_release_equals_duckdb(cluster: Any, cdb: str) -> None:
     import inftda_sql.spark
 
@@ -256,12 +276,15 @@ def test_an_executor_killed_in_a_level_leaves_the_release_or_nothing(
     killer.start()
     frame = cluster.table("trips").repartition(PARTITIONS)
     t0 = time.perf_counter()
+    cluster.conf.set("spark.inftda.driverChildren", "0")  # the levels run in the executors
     try:
         sk = inftda_sql.spark.release(cluster, frame, output="out", **ITALY)
     except Exception as exc:  # the second outcome: an error and nothing written
         failed: Exception | None = exc
     else:
         failed = None
+    finally:
+        cluster.conf.unset("spark.inftda.driverChildren")
     took = time.perf_counter() - t0
     done.set()
     killer.join(timeout=60)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -36,11 +37,13 @@ BROADCAST_PATHS = 1 << 20
 
 
 class CodedChain:
-    """A chain's tree and its code table (the chain's columns, then ``depth_code(c, d)``)."""
+    """A chain's tree and its code table (the chain's columns, then ``depth_code(c, d)``), in
+    Spark and, as ``paths``, on the driver (row ``i`` is leaf code ``i``'s path)."""
 
-    def __init__(self, tree: ChainTree, codes: DataFrame) -> None:
+    def __init__(self, tree: ChainTree, codes: DataFrame, paths: pa.Table | None = None) -> None:
         self.tree = tree
         self.codes = codes
+        self.paths = paths
 
     def joinable(self, frame: DataFrame) -> DataFrame:
         """``frame`` (a projection of the code table) marked for broadcast when it is small."""
@@ -63,17 +66,17 @@ def build_chain(
     that is not nested because its chain was given fine to coarse suggest the hierarchy to type
     instead, every chain given fine to coarse reversed."""
     casts = [F.col(quote(c)).try_cast(t).alias(c) for c, t in zip(chain, types, strict=True)]
-    lost = [
-        F.sum((F.col(quote(c)).isNotNull() & F.col(quote(c)).try_cast(t).isNull()).cast("long"))
-        for c, t in zip(chain, types, strict=True)
-    ]
-    if any(n for n in domain.select(*lost).first() or () if n):
+    # one job: the distinct paths, each with whether a value of it did not convert
+    lost = F.lit(False)
+    for c, t in zip(chain, types, strict=True):
+        lost = lost | (F.col(quote(c)).isNotNull() & F.col(quote(c)).try_cast(t).isNull())
+    found = domain.select(*casts, lost.alias("__lost")).distinct().toArrow()
+    if pc.any(found.column("__lost")).as_py():
         raise DomainError(
             f"the {role} has values that do not convert to the input's column types "
             f"({', '.join(f'{c} {t.simpleString()}' for c, t in zip(chain, types, strict=True))})"
         )
-    paths = domain.select(*casts).distinct().toArrow()
-    paths = pa.table(paths.columns, names=list(chain))
+    paths = pa.table(found.columns[: len(chain)], names=list(chain))
     check_domain_paths(paths, role, chain)
     paths = paths.sort_by([(c, "ascending") for c in chain])
     coded = code_paths(paths)
@@ -95,7 +98,7 @@ def build_chain(
     table = coded.paths
     for d, code in enumerate(coded.codes, start=1):
         table = table.append_column(depth_code(index, d), pa.array(code))
-    return CodedChain(coded.tree, spark.createDataFrame(table))
+    return CodedChain(coded.tree, spark.createDataFrame(table), coded.paths)
 
 
 def _nesting_error(

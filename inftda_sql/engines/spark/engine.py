@@ -17,6 +17,7 @@ from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecErro
 from ..._request import ReleaseRequest
 from ...core.accounting import Guarantee
 from ...core.arrays import I64
+from ...core.cells import LeafCells
 from ...core.domains import match_columns, unwrap
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
@@ -41,6 +42,7 @@ from .catalog import (
 )
 from .count_of_counts import CocStages, SparkCountOfCounts
 from .domain import CodedChain, build_chain
+from .driver import collect_cells, driver_children
 from .features import FeatureStages
 from .ledger import FileLedger, Reservation, open_ledger, register_views
 from .scan import level_counts, scan
@@ -88,6 +90,9 @@ class SparkEngine(FeatureStages, CocStages):
         self._domain_desc: list[str] = []
         self._chains: list[CodedChain] = []
         self._cells: DataFrame | None = None
+        self._cached: DataFrame | None = None  # what Spark caches the cells in
+        self._leaf_cells: LeafCells | None = None  # the cells on the driver, when few enough
+        self._on_driver = 0  # levels of up to this many children run on the driver
         self._count: str | None = None
         self._count_is_integer = True
         self._reads = BaseTables()  # what the input reads
@@ -175,6 +180,7 @@ class SparkEngine(FeatureStages, CocStages):
         self._domain_reads = [reads[id(dom)] for dom in self._domains]
         self._check_domains_are_not_the_input()
         self._check_targets()
+        self._on_driver = driver_children(self.spark)
         # the refusals above read the catalog only; the first Spark job checks the workers,
         # still before any private data is read
         check_workers(self.spark)
@@ -299,7 +305,7 @@ class SparkEngine(FeatureStages, CocStages):
     def scan(self) -> Scan:
         req = self.request
         warn_slow_settings(self.spark, self.input.df)
-        found, self._cells = scan(
+        found, table = scan(
             req.tree,
             self.input,
             self._chains,
@@ -310,6 +316,11 @@ class SparkEngine(FeatureStages, CocStages):
             distinct=req.distinct,
             source=req.source,
         )
+        self._cells, self._cached = table.frame, table.cached
+        if self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
+            self._leaf_cells = collect_cells(
+                table.frame, req.tree, [ch.tree for ch in self._chains]
+            )
         return found
 
     @property
@@ -319,6 +330,8 @@ class SparkEngine(FeatureStages, CocStages):
         return self._cells
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
+        if self._leaf_cells is not None:
+            return self._leaf_cells.level(self.request.tree, level, strides)
         return level_counts(self.cells, self.request.tree, level, strides)
 
     def run_mechanism(self, mechanism: Mechanism, ctx: MechanismContext) -> SparkResult:
@@ -337,6 +350,9 @@ class SparkEngine(FeatureStages, CocStages):
             step=mechanism.topdown_step,
             scratch=self.scratch,
             progress=ctx.progress,
+            true_level=ctx.true_level,
+            on_driver=self._on_driver,
+            threads=ctx.threads,
         )
 
     def released(self, result: SparkResult) -> tuple[tuple[LevelStats, ...], int]:
@@ -356,6 +372,25 @@ class SparkEngine(FeatureStages, CocStages):
         )
         schema = ", ".join([*(f"c{j} long" for j in range(k)), "v long"])
         return self.spark.createDataFrame(table, schema=schema)
+
+    def _decoded(self, result: TopDownResult) -> DataFrame:
+        """A driver-side result as the released table: a leaf code is its row of the chain's
+        coded paths (typed as the input's columns), so ``take`` decodes it."""
+        spec = self.request.tree
+        columns: dict[str, pa.Array | pa.ChunkedArray] = {}
+        for c, (chain, coded) in enumerate(zip(spec.chains, self._chains, strict=True)):
+            assert coded.paths is not None
+            leaf = pa.array(np.asarray(result.codes[c], np.int64))
+            decoded = coded.paths.select(list(range(len(chain)))).take(leaf)
+            columns.update(zip(chain, decoded.columns, strict=True))
+        table = pa.table(
+            [
+                *(columns[col] for col in spec.columns),
+                pa.array(np.asarray(result.counts, np.int64)),
+            ],
+            names=[*spec.columns, "count"],
+        )
+        return self.spark.createDataFrame(table)
 
     def recheck_budget(self, record: ReleaseRecord, guarantee: Guarantee) -> ReleaseRecord:
         """Check the budget again just before writing (this release's reservation aside); the
@@ -380,7 +415,10 @@ class SparkEngine(FeatureStages, CocStages):
     def write(self, result: SparkResult, record: ReleaseRecord) -> ReleaseRecord:
         req = self.request
         record = self.recheck_budget(record, req.guarantee)
-        released = decode(self._leaves(result), req.tree, self._chains)
+        if isinstance(result, TopDownResult) and all(ch.paths is not None for ch in self._chains):
+            released = self._decoded(result)  # decoded on the driver: no join, no Spark job
+        else:
+            released = decode(self._leaves(result), req.tree, self._chains)
         return write_release(
             self.spark,
             released,
@@ -395,8 +433,8 @@ class SparkEngine(FeatureStages, CocStages):
     def close(self) -> None:
         if self._ledger is not None:
             self._ledger.withdraw(self._reservation)  # recorded (the row names it) or not
-        if self._cells is not None:
+        if self._cached is not None:
             with contextlib.suppress(Exception):
-                self._cells.unpersist()
+                self._cached.unpersist()
         with contextlib.suppress(Exception):
             remove_folder(self.spark, self.scratch)

@@ -45,7 +45,15 @@ from .catalog import (
     sql_name,
     type_family,
 )
-from .scan import bound_units, check_unit, count_aggregates, describe, unit_diagnostics, validate
+from .scan import (
+    bound_units,
+    check_unit,
+    count_aggregates,
+    describe,
+    unit_diagnostics,
+    validate,
+    with_records,
+)
 
 __all__ = [
     "FeatureStages",
@@ -141,7 +149,8 @@ def scan(
         weight = F.col("__keep").cast("long")
     aggs = count_aggregates(inp, count, count_is_integer, weight)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input's leaf cells, checks")
-    leaf = df.groupBy(*[F.col(quote(c)) for c in leaf_cols.values()]).agg(*aggs).persist()
+    grouped = df.groupBy(*[F.col(quote(c)) for c in leaf_cols.values()]).agg(*aggs)
+    leaf = with_records(grouped).persist()
     try:
         validate(leaf, list(leaf_cols.values()), count, inp)
         key = F.lit(0).cast("long")

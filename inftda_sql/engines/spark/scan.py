@@ -13,6 +13,7 @@ columns and numbers of rows, never a count.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ def describe(spark: Any, what: str | None) -> None:
 
 __all__ = [
     "COUNT_LIMIT",
+    "CellsTable",
     "bound_units",
     "check_unit",
     "count_aggregates",
@@ -46,9 +48,31 @@ __all__ = [
     "scan",
     "unit_diagnostics",
     "validate",
+    "with_records",
 ]
 
 _INT64_MAX = 2**63 - 1
+_LOW = 2**31 - 1
+
+
+def with_records(grouped: DataFrame) -> DataFrame:
+    """The groups of :func:`count_aggregates` with their records ``__n`` (a decimal joined
+    from the 31-bit halves of an integer count column, per group)."""
+    if "__hi" not in grouped.columns:
+        return grouped
+    n = F.col("__hi").cast("decimal(38,0)") * F.lit(2**31) + F.col("__lo")
+    return grouped.withColumn("__n", n.cast("decimal(38,0)")).drop("__hi", "__lo")
+
+
+@dataclass(frozen=True)
+class CellsTable:
+    """The scan's cells table, its number of rows (leaf cells) and of records (the sum of
+    ``n``), and the frame Spark caches it in (unpersisted when the release ends)."""
+
+    frame: DataFrame
+    rows: int
+    total: int
+    cached: DataFrame
 
 
 def _c(name: str) -> Column:
@@ -96,8 +120,8 @@ def scan(
     contribution: int,
     distinct: bool,
     source: RandomSource,
-) -> tuple[Scan, DataFrame]:
-    """Scan the input: the checks, then the cells table (cached) and what the scan found."""
+) -> tuple[Scan, CellsTable]:
+    """Scan the input: the checks, then what the scan found and the cells table (cached)."""
     df = inp.df
     unit: str | None = None
     weight: Column = F.lit(1)
@@ -108,23 +132,18 @@ def scan(
         weight = F.col("__keep").cast("long")
     aggs = count_aggregates(inp, count, count_is_integer, weight)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
-    leaf = df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs).persist()
-    try:
-        validate(leaf, spec.leaf_columns, count, inp)
-        cells = _code_cells(leaf, spec, chains, inp)
-    except BaseException:
-        leaf.unpersist()
-        raise
-    total = int(cells.agg(F.sum("n")).first()[0] or 0)  # type: ignore[index]
-    leaf.unpersist()
+    leaf = with_records(df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs))
+    table = _code_cells(leaf, spec, chains, inp, count)
+    total = table.total
     describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
+        table.cached.unpersist()
         raise InputDataError(f"{inp.description}: {too_large(count)}")
     return Scan(
         total=total,
         diagnostics=unit_diagnostics(inp, privacy_unit, contribution, distinct, total),
         privacy_unit=unit,
-    ), cells
+    ), table
 
 
 def count_aggregates(
@@ -135,11 +154,19 @@ def count_aggregates(
     too large count (checked by :func:`validate`)."""
     cnt = _c(count) if count is not None else None
     big = F.lit(float(_INT64_MAX))
-    wide = cnt.cast("decimal(38,0)") if cnt is not None else None
-    aggs = [
-        F.count(F.lit(1)).alias("__rows"),
-        F.sum(wide * weight if wide is not None else weight).cast("decimal(38,0)").alias("__n"),
-    ]
+    aggs = [F.count(F.lit(1)).alias("__rows")]
+    if cnt is None:  # one record per row: a 64-bit count
+        aggs.append(F.sum(weight.cast("long")).alias("__n"))
+    elif count is not None and isinstance(inp.types[count.lower()], T.IntegralType):
+        # 64-bit sums of the high and low 31 bits, exact (no overflow below 2**31 rows a
+        # group); :func:`with_records` joins them per group, not per row
+        whole = cnt.cast("long") * weight
+        aggs += [
+            F.sum(F.shiftright(whole, 31)).alias("__hi"),
+            F.sum(whole.bitwiseAND(F.lit(_LOW))).alias("__lo"),
+        ]
+    else:  # decimals and floating point: summed exactly as decimals
+        aggs.append(F.sum(cnt.cast("decimal(38,0)") * weight).cast("decimal(38,0)").alias("__n"))
     if cnt is not None:
         aggs += [
             F.sum(cnt.isNull().cast("long")).alias("__nulls"),
@@ -186,17 +213,31 @@ def _null_error(col: str, inp: SparkSource) -> None:
 
 def validate(leaf: DataFrame, cols: Sequence[str], count: str | None, inp: SparkSource) -> None:
     """NULL and NaN leaves, bad counts, counts too large (numbers of rows, never a count)."""
+    checks = validation(cols, count, inp)
+    refuse([int(v or 0) for v in leaf.agg(*checks).first() or ()], cols, count, inp)
+
+
+def _nan_cols(cols: Sequence[str], inp: SparkSource) -> list[str]:
+    return [c for c in cols if isinstance(inp.types[c.lower()], (T.FloatType, T.DoubleType))]
+
+
+def validation(cols: Sequence[str], count: str | None, inp: SparkSource) -> list[Column]:
+    """The aggregates :func:`validate` runs over the groups (for :func:`refuse`)."""
     checks = [F.sum(F.when(_c(c).isNull(), F.col("__rows")).otherwise(0)) for c in cols]
-    nan_cols = [c for c in cols if isinstance(inp.types[c.lower()], (T.FloatType, T.DoubleType))]
-    checks += [F.sum(F.isnan(_c(c)).cast("long")) for c in nan_cols]
+    checks += [F.sum(F.isnan(_c(c)).cast("long")) for c in _nan_cols(cols, inp)]
     if count is not None:
         checks += [F.sum(F.col(k)) for k in ("__nulls", "__neg", "__frac", "__big")]
         checks.append(F.sum((F.col("__n") > COUNT_LIMIT).cast("long")))
-    found = [int(v or 0) for v in leaf.agg(*checks).first() or ()]
+    return checks
+
+
+def refuse(found: Sequence[int], cols: Sequence[str], count: str | None, inp: SparkSource) -> None:
+    """Raise what the aggregates of :func:`validation` found (numbers of rows, never a count)."""
+    nan_cols = _nan_cols(cols, inp)
     for col, n_null in zip(cols, found, strict=False):
         if n_null:
             _null_error(col, inp)
-    for col, n_nan in zip(nan_cols, found[len(cols) :], strict=False):
+    for col, n_nan in zip(nan_cols, found[len(cols) : len(cols) + len(nan_cols)], strict=False):
         if n_nan:
             raise InputDataError(
                 f"hierarchy column {col!r} of {inp.description} has NaN values; NaN is not a "
@@ -205,7 +246,9 @@ def validate(leaf: DataFrame, cols: Sequence[str], count: str | None, inp: Spark
             )
     if count is None:
         return
-    n_nulls, n_negative, n_not_whole, n_big, n_big_cells = found[len(cols) + len(nan_cols) :]
+    n_nulls, n_negative, n_not_whole, n_big, n_big_cells = found[
+        len(cols) + len(nan_cols) : len(cols) + len(nan_cols) + 5
+    ]
     if n_nulls:
         raise InputDataError(
             f"count column {count!r} has {n_nulls:,} row(s) with NULL; use 0 or drop those "
@@ -241,10 +284,18 @@ def validate(leaf: DataFrame, cols: Sequence[str], count: str | None, inp: Spark
 
 
 def _code_cells(
-    leaf: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain], inp: SparkSource
-) -> DataFrame:
-    """Join every chain's leaf value to its codes; check the input's paths against the domain.
-    Returns the cells table: a code per chain and depth, and ``n``, one row per leaf cell."""
+    leaf: DataFrame,
+    spec: TreeSpec,
+    chains: Sequence[CodedChain],
+    inp: SparkSource,
+    count: str | None,
+) -> CellsTable:
+    """Join every chain's leaf value to its codes (a broadcast join with the public code
+    table) and check, in ONE aggregate over the joined groups (which caches them), what
+    :func:`validate` checks and the input's paths against the domain. Returns the cells table
+    (a code per chain and depth, and ``n``, one row per leaf cell: the groups are the distinct
+    input paths, and paths that agree with the domain are as distinct as their leaf codes), its
+    rows and the sum of ``n``."""
     joined = leaf
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
         dom = coded.codes.select(
@@ -254,45 +305,76 @@ def _code_cells(
         joined = joined.join(
             coded.joinable(dom), _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}"), "left"
         )
-    joined = joined.persist()
-    try:
-        _check_paths(joined, spec)
-    except BaseException:
-        joined.unpersist()
-        raise
     codes = [
         F.col(depth_code(c, d))
         for c, chain in enumerate(spec.chains)
         for d in range(1, len(chain) + 1)
     ]
-    cells = joined.groupBy(*codes).agg(F.sum("__n").cast("long").alias("n")).persist()
-    cells.count()
-    joined.unpersist()
-    return cells
+    joined = joined.persist()
+    try:
+        checks = validation(spec.leaf_columns, count, inp)
+        paths = _path_checks(spec)
+        found = joined.agg(
+            *checks, *paths, F.count(F.lit(1)), F.sum(F.col("__n").cast("decimal(38,0)"))
+        ).first()
+        assert found is not None
+        values = [int(v or 0) for v in found]
+        refuse(values[: len(checks)], spec.leaf_columns, count, inp)
+        _refuse_paths(joined, spec, values[len(checks) : len(checks) + len(paths)])
+    except BaseException:
+        joined.unpersist()
+        raise
+    cells = joined.select(*codes, F.col("__n").cast("long").alias("n"))
+    return CellsTable(cells, values[-2], values[-1], joined)
 
 
-def _check_paths(joined: DataFrame, spec: TreeSpec) -> None:
+def _ancestors_differ(c: int, chain: Sequence[str]) -> Column:
+    bad: Column = F.lit(False)
+    for i, col in enumerate(chain[:-1]):
+        bad = bad | ~_c(col).eqNullSafe(F.col(f"__dom{c}_{i}"))
+    return bad
+
+
+def _path_checks(spec: TreeSpec) -> list[Column]:
+    """Per chain: groups whose leaf value is not in the domain; then per chain of several
+    columns, groups whose ancestors are not the domain's (for :func:`_refuse_paths`)."""
+    checks = [
+        F.sum(F.col(depth_code(c, len(chain))).isNull().cast("long"))
+        for c, chain in enumerate(spec.chains)
+    ]
+    checks += [
+        F.sum(
+            (F.col(depth_code(c, len(chain))).isNotNull() & _ancestors_differ(c, chain)).cast(
+                "long"
+            )
+        )
+        for c, chain in enumerate(spec.chains)
+        if len(chain) > 1
+    ]
+    return checks
+
+
+def _refuse_paths(joined: DataFrame, spec: TreeSpec, found: Sequence[int]) -> None:
     """Leaf values must be in the domain, and every input row's ancestors must be those the
-    domain gives its leaf (an offending value is looked up only on error)."""
+    domain gives its leaf: the numbers of :func:`_path_checks`; an offending value is looked up
+    only on error."""
+    k = len(spec.chains)
     for c, chain in enumerate(spec.chains):
+        if not found[c]:
+            continue
         leaf_code = F.col(depth_code(c, len(chain)))
         missing = joined.where(leaf_code.isNull()).select(_c(chain[-1])).distinct()
-        found = missing.agg(F.count(F.lit(1)), F.min(_c(chain[-1]))).first()
-        if found is not None and found[0]:
-            n_values, value = found
-            raise DomainError(
-                f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
-                f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
-            )
+        n_values, value = missing.agg(F.count(F.lit(1)), F.min(_c(chain[-1]))).first() or (0, None)
+        raise DomainError(
+            f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
+            f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
+        )
+    bad_counts = iter(found[k:])
     for c, chain in enumerate(spec.chains):
-        if len(chain) == 1:
+        if len(chain) == 1 or not next(bad_counts):
             continue
-        bad: Column = F.lit(False)
-        for i, col in enumerate(chain[:-1]):
-            bad = bad | ~_c(col).eqNullSafe(F.col(f"__dom{c}_{i}"))
-        ex = joined.where(bad).select(*[_c(col) for col in chain]).first()
-        if ex is None:
-            continue
+        ex = joined.where(_ancestors_differ(c, chain)).select(*[_c(col) for col in chain]).first()
+        assert ex is not None
         for col, value in zip(chain, ex, strict=True):
             if value is None:
                 raise InputDataError(

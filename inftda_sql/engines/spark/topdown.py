@@ -29,6 +29,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,8 @@ from ...core.blocks import bucket_blocks, bucket_width
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ...core.topdown import LevelJob, Optimizer, noisy_root, pass_source
-from ...core.tree import ChainTree, LevelStats, key_strides
+from ...core.tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
+from .driver import TrueLevel, driver_level, level_children
 from .scan import describe, level_key
 
 __all__ = [
@@ -148,16 +150,21 @@ def run_topdown(
     step: Optimizer,
     scratch: str,
     progress: Callable[[LevelStats], None] | None = None,
-) -> SparkLeaves:
-    """Run TopDown over ``spec``'s levels with ``step`` per level, in Spark's tasks.
+    true_level: TrueLevel | None = None,
+    on_driver: int = 0,
+    threads: int = 2,
+) -> SparkLeaves | TopDownResult:
+    """Run TopDown over ``spec``'s levels with ``step`` per level.
 
     ``cells`` is the scan's cells table; ``sigmas`` per level, root first (0: no noise);
     ``scratch`` a folder every executor can read and write (the survivors of every level).
+    Levels of at most ``on_driver`` children run on the driver (:mod:`.driver`: no Spark job;
+    their true counts from ``true_level``) as long as every level above did; the rest in
+    Spark's tasks. Returns a :class:`~inftda_sql.core.tree.TopDownResult` when the leaf level
+    ran on the driver, else the released leaves' parquet folder.
     """
     k = len(spec.chains)
-    cols = _code_cols(k)
     sizes = [ch.sizes for ch in chains]
-    block_children = _topdown.CHUNK_CHILDREN  # read now: tests shrink it
     source = pass_source(source)  # this pass's source, as core.topdown takes it
     source.derive(0, 0)  # a seeded source fixes its key here, before it is shipped
     stats: list[LevelStats] = []
@@ -169,17 +176,69 @@ def run_topdown(
 
     t0 = time.perf_counter()
     values = noisy_root(root_total, float(sigmas[0]), source)
-    root = pa.table(
-        {**{c: pa.array(np.zeros(values.size, np.int64)) for c in cols}, "v": pa.array(values)}
-    )
-    path = f"{scratch}/level_0"
-    spark.createDataFrame(root, schema=_schema([*cols, "v"])).write.parquet(path)
-    total, n_parents = int(values.sum()), int(values.size)
-    seconds = time.perf_counter() - t0
-    report(LevelStats(0, "root", 0, int(sigmas[0] > 0), n_parents, float(sigmas[0]), seconds))
+    codes: list[I64] = [np.zeros(values.size, np.int64) for _ in range(k)]
+    total = int(values.sum())
+    report(
+        LevelStats(0, "root", 0, int(sigmas[0] > 0), int(values.size), float(sigmas[0]),
+                   time.perf_counter() - t0)
+    )  # fmt: skip
+    determined = determined_levels(spec, sizes)
+    level = 1
+    with ThreadPoolExecutor(threads) as pool:
+        while level <= spec.n_levels and true_level is not None and on_driver > 0:
+            if values.size and level_children(chains, spec, level, codes) > on_driver:
+                break
+            t0 = time.perf_counter()
+            sigma = float(sigmas[level])
+            n_parents = int(values.size)
+            noised = 0
+            if n_parents:
+                codes, values, noised = driver_level(
+                    spec, chains, level, codes, values, sigma, step, source, true_level,
+                    determined[level - 1], pool,
+                )  # fmt: skip
+            report(
+                LevelStats(level, spec.level_name(level), n_parents, noised, int(values.size),
+                           sigma, time.perf_counter() - t0)
+            )  # fmt: skip
+            level += 1
+    if level > spec.n_levels:
+        return TopDownResult(codes=tuple(codes), counts=values, levels=tuple(stats))
+    path = f"{scratch}/level_{level - 1}"
+    describe(spark, f"level {level - 1}: survivors written for the levels in Spark")
+    frame = pa.table({**{c: pa.array(codes[j]) for j, c in enumerate(_code_cols(k))},
+                      "v": pa.array(values)})  # fmt: skip
+    spark.createDataFrame(frame, schema=_schema([*_code_cols(k), "v"])).write.parquet(path)
+    leaves = _distributed(
+        spark, spec, chains, cells, sigmas, level, path, int(values.size),
+        source=source, step=step, scratch=scratch, report=report,
+    )  # fmt: skip
+    return SparkLeaves(path=leaves, levels=tuple(sorted(stats, key=lambda s: s.level)), total=total)
 
+
+def _distributed(
+    spark: SparkSession,
+    spec: TreeSpec,
+    chains: Sequence[ChainTree],
+    cells: DataFrame,
+    sigmas: Sequence[float],
+    first_level: int,
+    path: str,
+    n_parents: int,
+    *,
+    source: RandomSource,
+    step: Optimizer,
+    scratch: str,
+    report: Callable[[LevelStats], None],
+) -> str:
+    """Levels ``first_level ..`` in Spark's tasks, from the parents in parquet at ``path``;
+    returns the folder of the released leaves."""
+    k = len(spec.chains)
+    cols = _code_cols(k)
+    sizes = [ch.sizes for ch in chains]
+    block_children = _topdown.CHUNK_CHILDREN  # read now: tests shrink it
     pending: LevelStats | None = None  # a level's statistics, until its survivors are counted
-    for level in range(1, spec.n_levels + 1):
+    for level in range(first_level, spec.n_levels + 1):
         t0 = time.perf_counter()
         sigma = float(sigmas[level])
         name = spec.level_name(level)
@@ -274,7 +333,7 @@ def run_topdown(
         describe(spark, f"level {pending.level} ({pending.name}): survivors counted")
         report(dataclasses.replace(pending, surviving_cells=spark.read.parquet(path).count()))
     describe(spark, None)
-    return SparkLeaves(path=path, levels=tuple(sorted(stats, key=lambda s: s.level)), total=total)
+    return path
 
 
 def pc_sum(table: pa.Table, column: str) -> int:
