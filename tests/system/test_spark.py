@@ -189,6 +189,28 @@ def test_seeded_spark_equals_duckdb_on_synthetic_od(
     assert _duck_rows(con, "other") != got  # the seed matters: the comparison can fail
 
 
+def test_the_levels_view_carries_the_duckdb_bounds(spark: Any, italy: Any) -> None:
+    """The levels view on Spark has DuckDB's columns, error bounds and typical errors included
+    (public constants of the ledger row), level by level and cell by cell."""
+    con, _ = italy
+    kwargs = dict(
+        hierarchy=OD, domain=["geo_origin", "geo_destination"], count="n", rho=1.0, seed=5
+    )
+    duck, sk = _both(spark, con, "trips", 2, **kwargs)
+    assert sk.levels_view and duck.levels_view
+    duck_cols = [c for c, *_ in con.sql(f"DESCRIBE {duck.levels_view}").fetchall()]
+    assert spark.table(sk.levels_view).columns == duck_cols
+    assert {"error_bound", "typical_error"} <= set(duck_cols)
+    per_level = (
+        "SELECT level, level_name, min(error_bound), max(error_bound), min(typical_error), "
+        "max(typical_error), count(*) FROM {} GROUP BY level, level_name ORDER BY level"
+    )
+    got = [tuple(r) for r in spark.sql(per_level.format(sk.levels_view)).collect()]
+    want = con.sql(per_level.format(duck.levels_view)).fetchall()
+    assert got == want
+    assert all(row[2] is not None and row[2] > 0 for row in got[1:])  # noised levels have one
+
+
 def _jobs(spark: Any, group: str) -> int:
     """How many Spark jobs ran in job group ``group``."""
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))

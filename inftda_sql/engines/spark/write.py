@@ -3,7 +3,8 @@
 The released leaves (a code per chain and a count) are decoded to the hierarchy columns by a
 broadcast join with each chain's code table and saved as a table of the catalog (parquet in the
 warehouse unless the catalog says otherwise), so it joins with the geography like any table. The
-levels view (every level as sums of the leaves, ``GROUPING SETS``) follows, and the ledger row
+levels view (every level as sums of the leaves, ``GROUPING SETS``, with each level's error
+bound and typical error as on DuckDB) follows, and the ledger row
 (with the content fingerprint of both, :mod:`.fingerprint`) is appended (to the ledger folder,
 :mod:`.ledger`) only after both are complete; if that append fails, the output and view are
 dropped again, so no release is visible without its row.
@@ -12,11 +13,13 @@ dropped again, so no release is visible without its row.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ...core.bounds import view_bounds
 from ...core.spec import TreeSpec
 from ..records import ReleaseRecord
 from .catalog import quote
@@ -36,11 +39,19 @@ def decode(leaves: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain]) -> D
     return out.select(*[F.col(quote(col)) for col in spec.columns], F.col("v").alias("count"))
 
 
-def levels_view_sql(spec: TreeSpec, view: str, output: str) -> str:
+def levels_view_sql(
+    spec: TreeSpec,
+    view: str,
+    output: str,
+    bounds: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> str:
     """A view with every level of the release (level 0 = root) as sums of the leaves.
 
     ``grouping_id()`` numbers the grouping columns in the order they first appear in the
-    grouping sets (Spark's rule), so the masks are computed in that order.
+    grouping sets (Spark's rule), so the masks are computed in that order. ``bounds``: per
+    level name, ``(error bound, typical error)``, public constants read from the ledger row
+    (:func:`~inftda_sql.core.bounds.view_bounds`; None is NULL), written as the columns
+    ``error_bound`` and ``typical_error`` as on DuckDB; without it the view has no such columns.
     """
     sets = []
     for depths in spec.levels:
@@ -49,7 +60,7 @@ def levels_view_sql(spec: TreeSpec, view: str, output: str) -> str:
     order: list[str] = []
     for grouped in sets:
         order += [c for c in grouped if c not in order]
-    cases, labels = [], []
+    cases, labels, bound, typical = [], [], [], []
     for level, grouped in enumerate(sets):
         mask = 0
         for col in order:
@@ -57,6 +68,16 @@ def levels_view_sql(spec: TreeSpec, view: str, output: str) -> str:
         cases.append(f"WHEN {mask} THEN {level}")
         name = spec.level_name(level).replace("\\", "\\\\").replace("'", "\\'")
         labels.append(f"WHEN {mask} THEN '{name}'")
+        if bounds is not None:
+            b, t = bounds.get(spec.level_name(level), (None, None))
+            bound.append(f"WHEN {mask} THEN {_number(b)}")
+            typical.append(f"WHEN {mask} THEN {_number(t)}")
+    extra = ""
+    if bounds is not None:
+        extra = (
+            f",\n       CAST(CASE grouping_id() {' '.join(bound)} END AS DOUBLE) AS error_bound"
+            f",\n       CAST(CASE grouping_id() {' '.join(typical)} END AS DOUBLE) AS typical_error"
+        )
     cols = ", ".join(quote(c) for c in spec.columns)
     grouping_sets = ", ".join("(" + ", ".join(quote(c) for c in g) + ")" for g in sets)
     return (
@@ -64,10 +85,17 @@ def levels_view_sql(spec: TreeSpec, view: str, output: str) -> str:
         f"SELECT CASE grouping_id() {' '.join(cases)} END AS level,\n"
         f"       CASE grouping_id() {' '.join(labels)} END AS level_name,\n"
         f"       {cols},\n"
-        f"       CAST(coalesce(sum(`count`), 0) AS BIGINT) AS `count`\n"
+        f"       CAST(coalesce(sum(`count`), 0) AS BIGINT) AS `count`{extra}\n"
         f"FROM {output}\n"
         f"GROUP BY GROUPING SETS ({grouping_sets})"
     )
+
+
+def _number(value: float | None) -> str:
+    """A public constant as a Spark SQL literal (NULL for None or a non-finite value)."""
+    if value is None or not math.isfinite(value):
+        return "NULL"
+    return repr(float(value))
 
 
 def write_release(
@@ -88,7 +116,8 @@ def write_release(
     released.write.mode(mode).saveAsTable(output)
     try:
         if view is not None:
-            spark.sql(levels_view_sql(spec, view, output))
+            # the bounds are public constants of the ledger row (computed from public parameters)
+            spark.sql(levels_view_sql(spec, view, output, view_bounds(record.details)))
         return append(record, [output] if view is None else [output, view])
     except BaseException:
         if view is not None:
