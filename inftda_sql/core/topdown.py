@@ -16,6 +16,7 @@ own stream keyed by (seed, level, block), so the result does not depend on threa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 import time
@@ -41,6 +42,7 @@ __all__ = [
     "level_blocks",
     "noisy_root",
     "pass_source",
+    "run_level",
     "topdown",
 ]
 
@@ -261,6 +263,46 @@ class LevelJob:
         self.measure(codes, y[pos].copy(), self.values[a:b][parent])
 
 
+def run_level(
+    job: LevelJob,
+    level: int,
+    cells: int,
+    source: RandomSource,
+    pool: ThreadPoolExecutor | None,
+) -> tuple[list[I64], I64, int]:
+    """Run one level's ``job`` (its parents in any order) over its blocks: the codes per chain
+    and released values of the surviving children, and how many children were noised.
+
+    The parents are put in key order and cut into blocks (:func:`level_blocks`); block ``b``
+    draws from ``source.derive(level, b)``, on ``pool``'s threads when there are several, so
+    the result depends on neither threads nor engine (the Spark engine's driver-side levels
+    run here too, :mod:`inftda_sql.engines.spark.driver`)."""
+    c, codes, values = job.chain, job.codes, job.values
+    starts, counts = job.child_starts, job.child_counts
+    order, blocks = level_blocks(codes, c, starts, counts, job.strides, cells)
+    if order is not None:  # parents in key order: blocks are runs of them
+        job = dataclasses.replace(
+            job,
+            codes=[code[order] for code in codes],
+            values=values[order],
+            child_starts=starts[order],
+            child_counts=counts[order],
+        )
+    chunks = [(a, b) for a, b, _ in blocks]
+    sources = [source.derive(level, block) for _, _, block in blocks]
+    if len(chunks) > 1 and pool is not None:
+        parts = list(pool.map(job.run, chunks, sources))
+    else:
+        parts = [job.run(chunk, src) for chunk, src in zip(chunks, sources, strict=True)]
+    k = len(job.codes)
+    out = [
+        np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
+        for j in range(k)
+    ]
+    released = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    return out, released, sum(p[2] for p in parts)
+
+
 def topdown(
     spec: TreeSpec,
     chains: Sequence[ChainTree],
@@ -354,30 +396,29 @@ def topdown(
                 keys_true, counts_true = empty
 
             n_parents = int(values.size)
-            starts, counts = off[codes[c]], child_counts
             cells = math.prod(size[d] for size, d in zip(sizes, spec.levels[level], strict=True))
-            order, blocks = level_blocks(codes, c, starts, counts, strides, cells)
-            if order is not None:  # parents in key order: blocks are runs of them
-                codes = [code[order] for code in codes]
-                values, starts, counts = values[order], starts[order], counts[order]
             sink = None
             if measure is not None:
                 sink = functools.partial(measure, level, sigma)
-            job = LevelJob(
-                c, codes, values, starts, counts, strides, keys_true, counts_true, sigma, opt, sink
+            codes, values, noised = run_level(
+                LevelJob(
+                    c,
+                    codes,
+                    values,
+                    off[codes[c]],
+                    child_counts,
+                    strides,
+                    keys_true,
+                    counts_true,
+                    sigma,
+                    opt,
+                    sink,
+                ),
+                level,
+                cells,
+                source,
+                pool,
             )
-            chunks = [(a, b) for a, b, _ in blocks]
-            sources = [source.derive(level, block) for _, _, block in blocks]
-            if len(chunks) > 1 and pool is not None:
-                parts = list(pool.map(job.run, chunks, sources))
-            else:
-                parts = [job.run(chunk, src) for chunk, src in zip(chunks, sources, strict=True)]
-            noised = sum(p[2] for p in parts)
-            codes = [
-                np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
-                for j in range(k)
-            ]
-            values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
             stats.append(
                 LevelStats(
                     level,

@@ -29,7 +29,7 @@ from ...core.arrays import I64
 from ...core.cells import LeafCells
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
-from ...core.topdown import LevelJob, Optimizer, level_blocks
+from ...core.topdown import LevelJob, Optimizer, run_level
 from ...core.tree import ChainTree, key_strides
 from .domain import depth_code
 
@@ -97,7 +97,6 @@ def driver_level(
 ) -> tuple[list[I64], I64, int]:
     """One level on the driver, as :func:`inftda_sql.core.topdown.topdown` runs it: the codes
     and values of the surviving children and how many children were noised."""
-    k = len(spec.chains)
     sizes = [ch.sizes for ch in chains]
     c = spec.refined_chain(level)
     depth = spec.levels[level][c]
@@ -110,20 +109,5 @@ def driver_level(
     else:
         keys_true, counts_true = true_level(level, strides)
     cells = math.prod(size[d] for size, d in zip(sizes, spec.levels[level], strict=True))
-    order, blocks = level_blocks(codes, c, starts, counts, strides, cells)
-    if order is not None:  # parents in key order: blocks are runs of them
-        codes = [code[order] for code in codes]
-        values, starts, counts = values[order], starts[order], counts[order]
     job = LevelJob(c, codes, values, starts, counts, strides, keys_true, counts_true, sigma, step)
-    chunks = [(a, b) for a, b, _ in blocks]
-    sources = [source.derive(level, block) for _, _, block in blocks]
-    if len(chunks) > 1 and pool is not None:
-        parts = list(pool.map(job.run, chunks, sources))
-    else:
-        parts = [job.run(chunk, src) for chunk, src in zip(chunks, sources, strict=True)]
-    out = [
-        np.concatenate([p[0][j] for p in parts]) if parts else np.zeros(0, np.int64)
-        for j in range(k)
-    ]
-    released = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-    return out, released, sum(p[2] for p in parts)
+    return run_level(job, level, cells, source, pool)
