@@ -83,6 +83,7 @@ __all__ = [
     "noise_quantile",
     "noise_tail",
     "simulate",
+    "sql_constant",
     "view_bounds",
 ]
 
@@ -440,16 +441,13 @@ def _typical(
     """:func:`simulate`'s typical errors (seed 0) of a release: remembered for the package's own
     optimizers, since they depend on public parameters only (a repeated release of one table, a
     bounded-DP total, pays the simulation once per process); a caller's optimizer is run."""
-    if optimizer is not None and not getattr(optimizer, "__module__", "").startswith("inftda_sql."):
-        found = simulate(
-            nodes, sigmas, total, runs, seed=0, optimizer=optimizer, max_cells=max_cells
-        )
-        return None if found is None else found[0]
-    return _typical_remembered(nodes, sigmas, total, runs, optimizer, max_cells)
+    own = optimizer is None or getattr(optimizer, "__module__", "").startswith("inftda_sql.")
+    return (_typical_remembered if own else _simulated)(
+        nodes, sigmas, total, runs, optimizer, max_cells
+    )
 
 
-@functools.lru_cache(maxsize=16)
-def _typical_remembered(
+def _simulated(
     nodes: tuple[int, ...],
     sigmas: tuple[float, ...],
     total: int,
@@ -459,6 +457,9 @@ def _typical_remembered(
 ) -> Typical | None:
     found = simulate(nodes, sigmas, total, runs, seed=0, optimizer=optimizer, max_cells=max_cells)
     return None if found is None else found[0]
+
+
+_typical_remembered = functools.lru_cache(maxsize=16)(_simulated)
 
 
 def view_bounds(
@@ -482,6 +483,19 @@ def view_bounds(
         name: (bound[i], medians[i - pad] if medians and i >= pad else None)
         for i, name in enumerate(names)
     }
+
+
+def sql_constant(value: float | None) -> str:
+    """A bound as the SQL literal both engines' levels views write (DuckDB and Spark SQL read
+    it alike): NULL for None or a non-finite value, else the float's exact ``repr``.
+
+    Example:
+        >>> sql_constant(12.5), sql_constant(None), sql_constant(float("inf"))
+        ('12.5', 'NULL', 'NULL')
+    """
+    if value is None or not math.isfinite(value):
+        return "NULL"
+    return repr(float(value))
 
 
 def bound_text(bounds: ErrorBounds | None, name: str) -> str:

@@ -13,13 +13,12 @@ dropped again, so no release is visible without its row.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ...core.bounds import view_bounds
+from ...core.bounds import sql_constant, view_bounds
 from ...core.spec import TreeSpec
 from ..records import ReleaseRecord
 from .catalog import quote
@@ -70,8 +69,8 @@ def levels_view_sql(
         labels.append(f"WHEN {mask} THEN '{name}'")
         if bounds is not None:
             b, t = bounds.get(spec.level_name(level), (None, None))
-            bound.append(f"WHEN {mask} THEN {_number(b)}")
-            typical.append(f"WHEN {mask} THEN {_number(t)}")
+            bound.append(f"WHEN {mask} THEN {sql_constant(b)}")
+            typical.append(f"WHEN {mask} THEN {sql_constant(t)}")
     extra = ""
     if bounds is not None:
         extra = (
@@ -89,13 +88,6 @@ def levels_view_sql(
         f"FROM {output}\n"
         f"GROUP BY GROUPING SETS ({grouping_sets})"
     )
-
-
-def _number(value: float | None) -> str:
-    """A public constant as a Spark SQL literal (NULL for None or a non-finite value)."""
-    if value is None or not math.isfinite(value):
-        return "NULL"
-    return repr(float(value))
 
 
 def write_release(

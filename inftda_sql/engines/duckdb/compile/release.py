@@ -5,9 +5,9 @@ released leaves decoded and written in code order (:func:`write_output`), the le
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
+from ....core.bounds import sql_constant
 from ....core.spec import TreeSpec
 from ..sql import ident, render
 from ._common import TempNames, _code_tables, _cols
@@ -257,8 +257,8 @@ def levels_view(
         labels.append(f"WHEN {mask} THEN '{name}'")
         if bounds is not None:
             b, t = bounds.get(spec.level_name(level), (None, None))
-            bound.append(f"WHEN {mask} THEN {_number(b)}")
-            typical.append(f"WHEN {mask} THEN {_number(t)}")
+            bound.append(f"WHEN {mask} THEN {sql_constant(b)}")
+            typical.append(f"WHEN {mask} THEN {sql_constant(t)}")
     extra = ""
     if bounds is not None:
         extra = (
@@ -280,10 +280,3 @@ def levels_view(
         sets=", ".join(sets),
         bounds=extra,
     )
-
-
-def _number(value: float | None) -> str:
-    """A public constant as a SQL literal (NULL for None; finite floats only)."""
-    if value is None or not math.isfinite(value):
-        return "NULL"
-    return repr(float(value))
