@@ -134,7 +134,7 @@ def scan(
     aggs = count_aggregates(inp, count, count_is_integer, weight)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
     leaf = with_records(
-        df.groupBy(*[_c(c) for c in spec.leaf_columns]).agg(*aggs, *_ancestor_hashes(spec))
+        df.groupBy(*[_c(c) for c in spec.leaf_columns]).agg(*aggs, *_ancestor_aggregates(spec, inp))
     )
     table = _code_cells(leaf, spec, chains, inp, count)
     total = table.total
@@ -286,21 +286,63 @@ def refuse(found: Sequence[int], cols: Sequence[str], count: str | None, inp: Sp
         )
 
 
-def _ancestor_hash(chain: Sequence[str]) -> Column:
-    """A 64-bit hash of a row's ancestor columns in ``chain`` (where each is NULL hashed too)."""
-    cols = [_c(col) for col in chain[:-1]]
-    return F.xxhash64(*cols, *[col.isNull() for col in cols])
+def _fixed_width(dtype: T.DataType) -> bool:
+    """Whether Spark's hash aggregate keeps a min or max of this type in place (numbers, dates,
+    times): such an ancestor column is checked by its own least and greatest value, cheaper
+    than a hash; strings and others go into the hash of :func:`_ancestor_hash`."""
+    kinds = (T.NumericType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType)
+    return isinstance(dtype, kinds)
 
 
-def _ancestor_hashes(spec: TreeSpec) -> list[Column]:
-    """Per chain of several columns, the least and greatest hash of the ancestors of each leaf
-    group's rows: equal when the rows agree (for :func:`_code_cells`)."""
+def _ancestors(chain: Sequence[str], inp: SparkSource) -> tuple[list[int], list[str]]:
+    """A chain's ancestor columns: the positions of those of fixed width, the names of the
+    others (hashed together)."""
+    fixed = [i for i, col in enumerate(chain[:-1]) if _fixed_width(inp.types[col.lower()])]
+    return fixed, [col for i, col in enumerate(chain[:-1]) if i not in fixed]
+
+
+def _ancestor_hash(cols: Sequence[str]) -> Column:
+    """A 64-bit hash of a row's values of ``cols`` (whether each is NULL hashed too)."""
+    values = [_c(col) for col in cols]
+    return F.xxhash64(*values, *[v.isNull() for v in values])
+
+
+def _ancestor_aggregates(spec: TreeSpec, inp: SparkSource) -> list[Column]:
+    """Per chain of several columns, per leaf group: the least and greatest value and the
+    non-NULL rows of each fixed-width ancestor column, and the least and greatest hash of the
+    other ancestor columns: the rows of a group agree when least equals greatest (checked
+    against the domain in :func:`_code_cells`)."""
     aggs = []
     for c, chain in enumerate(spec.chains):
-        if len(chain) > 1:
-            h = _ancestor_hash(chain)
+        fixed, hashed = _ancestors(chain, inp)
+        for i in fixed:
+            col = _c(chain[i])
+            aggs += [
+                F.min(col).alias(f"__amin{c}_{i}"),
+                F.max(col).alias(f"__amax{c}_{i}"),
+                F.count(col).alias(f"__acnt{c}_{i}"),
+            ]
+        if hashed:
+            h = _ancestor_hash(hashed)
             aggs += [F.min(h).alias(f"__hmin{c}"), F.max(h).alias(f"__hmax{c}")]
     return aggs
+
+
+def _ancestors_flag(c: int, chain: Sequence[str], inp: SparkSource) -> Column:
+    """A joined leaf group whose rows disagree, or disagree with the domain's ancestors of its
+    leaf (NULL, should a comparison be NULL, counts as a disagreement: the exact look-up of
+    :func:`_refuse_paths` decides)."""
+    fixed, hashed = _ancestors(chain, inp)
+    bad: Column = F.lit(False)
+    for i in fixed:
+        lo, hi = F.col(f"__amin{c}_{i}"), F.col(f"__amax{c}_{i}")
+        bad = bad | (lo != hi) | (F.col(f"__acnt{c}_{i}") != F.col("__rows"))
+        bad = bad | ~lo.eqNullSafe(F.col(f"__dom{c}_{i}"))
+    if hashed:
+        lo, hi, want = F.col(f"__hmin{c}"), F.col(f"__hmax{c}"), F.col(f"__domh{c}")
+        bad = bad | (lo != hi) | (lo != want)
+    leaf_code = F.col(depth_code(c, len(chain)))
+    return (leaf_code.isNotNull() & F.coalesce(bad, F.lit(True))).alias(f"__bad{c}")
 
 
 def _code_cells(
@@ -313,24 +355,24 @@ def _code_cells(
     """Join every chain's leaf value to its codes (a broadcast join with the public code
     table) and check, in ONE aggregate over the joined groups (which caches them), what
     :func:`validate` checks and the input's paths against the domain: a leaf group whose
-    least and greatest ancestor hash differ, or differ from the hash of the domain's ancestors
-    of that leaf, is flagged (``__bad<c>``). Returns the cells table (a code per chain and
-    depth, and ``n``, one row per leaf cell), its rows and the sum of ``n``."""
+    least and greatest ancestor values (or hashes) differ, or differ from the domain's
+    ancestors of that leaf, is flagged (``__bad<c>``, :func:`_ancestors_flag`). Returns the
+    cells table (a code per chain and depth, and ``n``, one row per leaf cell), its rows and
+    the sum of ``n``."""
     joined = leaf
     flags: list[Column] = []
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
         dom_leaf = f"__dom{c}_{len(chain) - 1}"
-        leaf_code = F.col(depth_code(c, len(chain)))
+        fixed, hashed = _ancestors(chain, inp)
         dom = coded.codes.select(
             _c(chain[-1]).alias(dom_leaf),
             *[F.col(depth_code(c, d)) for d in range(1, len(chain) + 1)],
-            *([_ancestor_hash(chain).alias(f"__domh{c}")] if len(chain) > 1 else []),
+            *[_c(chain[i]).alias(f"__dom{c}_{i}") for i in fixed],
+            *([_ancestor_hash(hashed).alias(f"__domh{c}")] if hashed else []),
         )
         joined = joined.join(coded.joinable(dom), _c(chain[-1]) == F.col(dom_leaf), "left")
         if len(chain) > 1:
-            lo, hi, want = F.col(f"__hmin{c}"), F.col(f"__hmax{c}"), F.col(f"__domh{c}")
-            bad = leaf_code.isNotNull() & ((lo != hi) | (lo != want))
-            flags.append(bad.alias(f"__bad{c}"))
+            flags.append(_ancestors_flag(c, chain, inp))
     codes = [
         F.col(depth_code(c, d))
         for c, chain in enumerate(spec.chains)
