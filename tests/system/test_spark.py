@@ -455,6 +455,65 @@ def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
         inftda_sql.spark.release(spark, "t", hierarchy=["r", "c"], domain=dom, count="n", rho=INF)
 
 
+def test_ancestors_that_disagree_within_a_leaf_are_refused_as_on_duckdb(
+    spark: Any, sdb: str
+) -> None:
+    """The scan groups by the leaf columns only and checks the ancestors per leaf group: ONE
+    row among the 50 of its leaf with a wrong province, every row of a leaf under the same
+    wrong province, and one NULL province (string or integer ancestors) are refused as DuckDB refuses them (same class; the
+    same example path; DuckDB adds its check_ancestors hint)."""
+    import inftda_sql.spark
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE w AS SELECT 'R' || (i % 2) AS r, 'P' || (i % 4) AS p, 'c' || (i % 8) AS c, "
+        "'X' AS x, 'x' || (i % 3) AS y FROM range(400) t(i)"
+    ).fetchall()
+    con.execute(
+        "CREATE TABLE w_one AS SELECT * FROM w UNION ALL SELECT 'R0', 'P1', 'c4', 'X', 'x1'"
+    ).fetchall()
+    con.execute(
+        "CREATE TABLE w_all AS SELECT r, CASE WHEN c = 'c5' THEN 'P0' ELSE p END AS p, c, x, y "
+        "FROM w"
+    ).fetchall()
+    con.execute(
+        "CREATE TABLE w_null AS SELECT * FROM w UNION ALL SELECT 'R0', NULL, 'c4', 'X', 'x1'"
+    ).fetchall()
+    for name in ("w_one", "w_all", "w_null"):  # integer ancestors: checked by value
+        con.execute(
+            f"CREATE TABLE i{name} AS SELECT CAST(substr(r, 2) AS INT) AS r, "
+            f"CAST(substr(p, 2) AS INT) AS p, c, x, y FROM {name}"
+        ).fetchall()
+    for name in ("w", "w_one", "w_all", "w_null", "iw_one", "iw_all", "iw_null"):
+        _to_spark(spark, con, f"SELECT * FROM {name}", name)
+    leaves = [f"c{i}" for i in range(8)]
+    dom = {"r": [f"R{i % 2}" for i in range(8)], "p": [f"P{i % 4}" for i in range(8)], "c": leaves}
+    idom = {"r": [i % 2 for i in range(8)], "p": [i % 4 for i in range(8)], "c": leaves}
+    dom_y = {"x": ["X"] * 3, "y": ["x0", "x1", "x2"]}
+    kwargs: dict[str, Any] = {"hierarchy": [["r", "p", "c"], ["x", "y"]], "rho": 1.0}
+    cases = [
+        ("w_one", DomainError, r"input path \(r='R0', p='P1', c='c4'\) is not in the domain"),
+        ("w_all", DomainError, r"input path \(r='R1', p='P0', c='c5'\) is not in the domain"),
+        ("w_null", InputDataError, "hierarchy column 'p' .*has NULL values"),
+        ("iw_one", DomainError, r"input path \(r=0, p=1, c='c4'\) is not in the domain"),
+        ("iw_all", DomainError, r"input path \(r=1, p=0, c='c5'\) is not in the domain"),
+        ("iw_null", InputDataError, "hierarchy column 'p' .*has NULL values"),
+    ]
+    for table_name, error, message in cases:
+        kwargs["domain"] = [idom if table_name.startswith("i") else dom, dom_y]
+        with pytest.raises(error, match=message) as on_duck:
+            inftda_sql.release(con, table_name, **kwargs)
+        with pytest.raises(error, match=message) as on_spark:
+            inftda_sql.spark.release(spark, table_name, **kwargs)
+        assert type(on_spark.value) is type(on_duck.value), table_name
+        if error is DomainError:
+            assert str(on_duck.value).startswith(str(on_spark.value)), table_name
+    assert not spark.catalog.tableExists("w_one_private")
+    assert inftda_sql.spark.ledger(spark).releases == []
+    r = inftda_sql.spark.release(spark, "w", **{**kwargs, "domain": [dom, dom_y], "rho": INF})
+    assert r.total == 400
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["tda_l2", "vanilla_gauss"])
 def test_baselines_seeded_equal_duckdb(spark: Any, sdb: str, mechanism: str) -> None:

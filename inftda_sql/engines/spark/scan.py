@@ -1,7 +1,8 @@
 """Scan stage on Spark: one GROUP BY of the private input, its checks, the coded leaf cells.
 
 :func:`scan` bounds each privacy unit's contribution (window functions, the same keyed SHA-256
-ranking as ``sql/bound_units.sql``), groups the input by its hierarchy columns in Spark SQL,
+ranking as ``sql/bound_units.sql``), groups the input by its leaf columns in Spark SQL (the
+ancestor columns ride on the same groups as the least and greatest hash of their values),
 checks what it found (NULL keys, bad counts, leaf values outside the domain, ancestors that
 disagree with the domain) and joins the leaf cells to the domain's codes: the *cells* table, one
 row per non-empty leaf cell with a code per chain and depth and its count, kept by Spark for the
@@ -132,7 +133,9 @@ def scan(
         weight = F.col("__keep").cast("long")
     aggs = count_aggregates(inp, count, count_is_integer, weight)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
-    leaf = with_records(df.groupBy(*[_c(c) for c in spec.columns]).agg(*aggs))
+    leaf = with_records(
+        df.groupBy(*[_c(c) for c in spec.leaf_columns]).agg(*aggs, *_ancestor_aggregates(spec, inp))
+    )
     table = _code_cells(leaf, spec, chains, inp, count)
     total = table.total
     describe(inp.df.sparkSession, None)
@@ -283,6 +286,65 @@ def refuse(found: Sequence[int], cols: Sequence[str], count: str | None, inp: Sp
         )
 
 
+def _fixed_width(dtype: T.DataType) -> bool:
+    """Whether Spark's hash aggregate keeps a min or max of this type in place (numbers, dates,
+    times): such an ancestor column is checked by its own least and greatest value, cheaper
+    than a hash; strings and others go into the hash of :func:`_ancestor_hash`."""
+    kinds = (T.NumericType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType)
+    return isinstance(dtype, kinds)
+
+
+def _ancestors(chain: Sequence[str], inp: SparkSource) -> tuple[list[int], list[str]]:
+    """A chain's ancestor columns: the positions of those of fixed width, the names of the
+    others (hashed together)."""
+    fixed = [i for i, col in enumerate(chain[:-1]) if _fixed_width(inp.types[col.lower()])]
+    return fixed, [col for i, col in enumerate(chain[:-1]) if i not in fixed]
+
+
+def _ancestor_hash(cols: Sequence[str]) -> Column:
+    """A 64-bit hash of a row's values of ``cols`` (whether each is NULL hashed too)."""
+    values = [_c(col) for col in cols]
+    return F.xxhash64(*values, *[v.isNull() for v in values])
+
+
+def _ancestor_aggregates(spec: TreeSpec, inp: SparkSource) -> list[Column]:
+    """Per chain of several columns, per leaf group: the least and greatest value and the
+    non-NULL rows of each fixed-width ancestor column, and the least and greatest hash of the
+    other ancestor columns: the rows of a group agree when least equals greatest (checked
+    against the domain in :func:`_code_cells`)."""
+    aggs = []
+    for c, chain in enumerate(spec.chains):
+        fixed, hashed = _ancestors(chain, inp)
+        for i in fixed:
+            col = _c(chain[i])
+            aggs += [
+                F.min(col).alias(f"__amin{c}_{i}"),
+                F.max(col).alias(f"__amax{c}_{i}"),
+                F.count(col).alias(f"__acnt{c}_{i}"),
+            ]
+        if hashed:
+            h = _ancestor_hash(hashed)
+            aggs += [F.min(h).alias(f"__hmin{c}"), F.max(h).alias(f"__hmax{c}")]
+    return aggs
+
+
+def _ancestors_flag(c: int, chain: Sequence[str], inp: SparkSource) -> Column:
+    """A joined leaf group whose rows disagree, or disagree with the domain's ancestors of its
+    leaf (NULL, should a comparison be NULL, counts as a disagreement: the exact look-up of
+    :func:`_refuse_paths` decides)."""
+    fixed, hashed = _ancestors(chain, inp)
+    bad: Column = F.lit(False)
+    for i in fixed:
+        lo, hi = F.col(f"__amin{c}_{i}"), F.col(f"__amax{c}_{i}")
+        bad = bad | (lo != hi) | (F.col(f"__acnt{c}_{i}") != F.col("__rows"))
+        bad = bad | ~lo.eqNullSafe(F.col(f"__dom{c}_{i}"))
+    if hashed:
+        lo, hi, want = F.col(f"__hmin{c}"), F.col(f"__hmax{c}"), F.col(f"__domh{c}")
+        bad = bad | (lo != hi) | (lo != want)
+    leaf_code = F.col(depth_code(c, len(chain)))
+    return (leaf_code.isNotNull() & F.coalesce(bad, F.lit(True))).alias(f"__bad{c}")
+
+
 def _code_cells(
     leaf: DataFrame,
     spec: TreeSpec,
@@ -292,25 +354,36 @@ def _code_cells(
 ) -> CellsTable:
     """Join every chain's leaf value to its codes (a broadcast join with the public code
     table) and check, in ONE aggregate over the joined groups (which caches them), what
-    :func:`validate` checks and the input's paths against the domain. Returns the cells table
-    (a code per chain and depth, and ``n``, one row per leaf cell: the groups are the distinct
-    input paths, and paths that agree with the domain are as distinct as their leaf codes), its
-    rows and the sum of ``n``."""
+    :func:`validate` checks and the input's paths against the domain: a leaf group whose
+    least and greatest ancestor values (or hashes) differ, or differ from the domain's
+    ancestors of that leaf, is flagged (``__bad<c>``, :func:`_ancestors_flag`). Returns the
+    cells table (a code per chain and depth, and ``n``, one row per leaf cell), its rows and
+    the sum of ``n``."""
     joined = leaf
+    flags: list[Column] = []
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
+        dom_leaf = f"__dom{c}_{len(chain) - 1}"
+        fixed, hashed = _ancestors(chain, inp)
         dom = coded.codes.select(
-            *[_c(col).alias(f"__dom{c}_{i}") for i, col in enumerate(chain)],
+            _c(chain[-1]).alias(dom_leaf),
             *[F.col(depth_code(c, d)) for d in range(1, len(chain) + 1)],
+            *[_c(chain[i]).alias(f"__dom{c}_{i}") for i in fixed],
+            *([_ancestor_hash(hashed).alias(f"__domh{c}")] if hashed else []),
         )
-        joined = joined.join(
-            coded.joinable(dom), _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}"), "left"
-        )
+        joined = joined.join(coded.joinable(dom), _c(chain[-1]) == F.col(dom_leaf), "left")
+        if len(chain) > 1:
+            flags.append(_ancestors_flag(c, chain, inp))
     codes = [
         F.col(depth_code(c, d))
         for c, chain in enumerate(spec.chains)
         for d in range(1, len(chain) + 1)
     ]
-    joined = joined.persist()
+    kept = [
+        k for k in ("__rows", "__n", "__nulls", "__neg", "__frac", "__big") if k in leaf.columns
+    ]
+    joined = joined.select(
+        *[_c(col) for col in spec.leaf_columns], *codes, *[F.col(k) for k in kept], *flags
+    ).persist()
     try:
         checks = validation(spec.leaf_columns, count, inp)
         paths = _path_checks(spec)
@@ -320,7 +393,7 @@ def _code_cells(
         assert found is not None
         values = [int(v or 0) for v in found]
         refuse(values[: len(checks)], spec.leaf_columns, count, inp)
-        _refuse_paths(joined, spec, values[len(checks) : len(checks) + len(paths)])
+        _refuse_paths(joined, spec, chains, inp, values[len(checks) : len(checks) + len(paths)])
     except BaseException:
         joined.unpersist()
         raise
@@ -337,27 +410,31 @@ def _ancestors_differ(c: int, chain: Sequence[str]) -> Column:
 
 def _path_checks(spec: TreeSpec) -> list[Column]:
     """Per chain: groups whose leaf value is not in the domain; then per chain of several
-    columns, groups whose ancestors are not the domain's (for :func:`_refuse_paths`)."""
+    columns, groups flagged by :func:`_code_cells` (for :func:`_refuse_paths`)."""
     checks = [
         F.sum(F.col(depth_code(c, len(chain))).isNull().cast("long"))
         for c, chain in enumerate(spec.chains)
     ]
     checks += [
-        F.sum(
-            (F.col(depth_code(c, len(chain))).isNotNull() & _ancestors_differ(c, chain)).cast(
-                "long"
-            )
-        )
+        F.sum(F.col(f"__bad{c}").cast("long"))
         for c, chain in enumerate(spec.chains)
         if len(chain) > 1
     ]
     return checks
 
 
-def _refuse_paths(joined: DataFrame, spec: TreeSpec, found: Sequence[int]) -> None:
+def _refuse_paths(
+    joined: DataFrame,
+    spec: TreeSpec,
+    chains: Sequence[CodedChain],
+    inp: SparkSource,
+    found: Sequence[int],
+) -> None:
     """Leaf values must be in the domain, and every input row's ancestors must be those the
     domain gives its leaf: the numbers of :func:`_path_checks`; an offending value is looked up
-    only on error."""
+    only on error (the input's rows compared value by value with the domain's path of their
+    leaf; a flag the exact comparison does not confirm, a hash that tells apart values Spark
+    compares equal, refuses nothing)."""
     k = len(spec.chains)
     for c, chain in enumerate(spec.chains):
         if not found[c]:
@@ -370,11 +447,16 @@ def _refuse_paths(joined: DataFrame, spec: TreeSpec, found: Sequence[int]) -> No
             f"{chain[-1]}={value!r}; add them to the public domain table or fix the input"
         )
     bad_counts = iter(found[k:])
-    for c, chain in enumerate(spec.chains):
+    for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
         if len(chain) == 1 or not next(bad_counts):
             continue
-        ex = joined.where(_ancestors_differ(c, chain)).select(*[_c(col) for col in chain]).first()
-        assert ex is not None
+        dom = coded.codes.select(*[_c(col).alias(f"__dom{c}_{i}") for i, col in enumerate(chain)])
+        rows = inp.df.select(*[_c(col) for col in chain]).join(
+            coded.joinable(dom), _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}")
+        )
+        ex = rows.where(_ancestors_differ(c, chain)).select(*[_c(col) for col in chain]).first()
+        if ex is None:
+            continue
         for col, value in zip(chain, ex, strict=True):
             if value is None:
                 raise InputDataError(
