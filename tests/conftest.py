@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,6 +52,17 @@ def golden() -> Callable[[str, str], None]:
         assert text == old, f"the compiled SQL differs from {path}; {how}"
 
     return check
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal delivers it, whatever started pytest. A shell without job control
+    (``cmd &`` in a script, ``nohup``) starts its children with SIGINT *ignored*; Python keeps
+    that, and its children inherit it, so every test of what Ctrl-C does (tests/*/
+    test_interrupts.py, test_ctrl_c.py and the CLI's exits with 130) would see nothing. The
+    suite runs as from a terminal instead: Python's own handler, which children started by the
+    tests reset to the default."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
