@@ -28,9 +28,10 @@ import pytest
 
 from inftda_sql import synthetic
 from inftda_sql.core import topdown as _topdown
-from tests.system.test_cbdp import FEATURES, small_world
+from tests.system.test_cbdp import FEATURES
 from tests.system.test_count_of_counts import KW, WORLD, _persons
 from tests.system.test_spark import _java, _rows, _to_spark, spark_session
+from tests.system.test_spark_features import many_world
 
 pytestmark = pytest.mark.slow
 
@@ -163,12 +164,7 @@ def test_seeded_hierarchy_release_in_the_executors_equals_duckdb(
 def test_seeded_cbdp_release_equals_duckdb(cluster: Any, cdb: str) -> None:
     import inftda_sql.spark
 
-    con = duckdb.connect()
-    small_world(con)
-    con.execute(
-        "CREATE TABLE many AS SELECT t.*, (row_number() OVER ()) // 3 AS person "
-        "FROM trips t, range(40)"
-    ).fetchall()
+    con = many_world()
     for table in ("pairs", "periods", "many"):
         _to_spark(cluster, con, f"SELECT * FROM {table}", table)
     kw = dict(features=FEATURES, domain=["pairs", "periods"], rho=0.5, seed=5)

@@ -27,15 +27,22 @@ __all__ = ["sdb", "spark"]  # fixtures, shared with the other Spark modules
 INF = float("inf")
 
 
-@pytest.fixture
-def world(spark: Any, sdb: str) -> duckdb.DuckDBPyConnection:
-    """The small world of the DuckDB CBDP tests, in both engines (more trips, 2 per unit)."""
+def many_world() -> duckdb.DuckDBPyConnection:
+    """The small world of the DuckDB CBDP tests plus ``many``: its trips 40 times over, 3
+    records per ``person``."""
     con = duckdb.connect()
     small_world(con)
     con.execute(
         "CREATE TABLE many AS SELECT t.*, (row_number() OVER ()) // 3 AS person "
         "FROM trips t, range(40)"
     ).fetchall()
+    return con
+
+
+@pytest.fixture
+def world(spark: Any, sdb: str) -> duckdb.DuckDBPyConnection:
+    """The small world of the DuckDB CBDP tests, in both engines (more trips, 2 per unit)."""
+    con = many_world()
     for table in ("cells", "pairs", "periods", "trips", "many"):
         to_spark(spark, con, f"SELECT * FROM {table}", table)
     return con
