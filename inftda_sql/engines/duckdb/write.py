@@ -62,7 +62,7 @@ from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
 from . import compile as _compile
 from . import fingerprint
-from .catalog import Resolved, Target, active, existing, remember
+from .catalog import Resolved, TableRef, Target, active, existing, remember
 from .ledger import (
     LEDGER_TABLE,
     LIBRARY_TABLES,
@@ -289,11 +289,16 @@ def record_release(
     budget: Budget,
     guarantee: str,
     budget_override: bool,
+    creates: Sequence[tuple[TableRef, str]] | None = None,
 ) -> ReleaseRecord:
     """The one write of every kind of release, in one transaction: check the budget again,
     replace (with ``overwrite``) or refuse what exists at ``targets``, run ``statements`` (the
     output and its view, reading the ``registered`` Arrow tables) and insert the ledger row;
     return the row as written (its ``release_id`` is assigned here, inside the transaction).
+
+    ``creates``: what ``statements`` create, exactly (each place with its kind, ``"table"`` or
+    ``"view"``, and nothing else); given, the catalog as read before them is carried over them
+    (:meth:`.catalog.Memo.created`) instead of read again for the fingerprint and the ledger.
 
     A conflict with another writer retries the whole transaction (:func:`retrying`) with the
     same registered tables: the released cells are those drawn once, before the write.
@@ -315,8 +320,15 @@ def record_release(
                 for target in targets:
                     if target is not None:
                         _make_room(con, target, overwrite=overwrite)
-                for statement in statements:
-                    run(con, statement)
+                memo = active(con)
+                carried = [(r.database, r.schema, r.name, kind) for r, kind in creates or ()]
+                with (
+                    contextlib.nullcontext()
+                    if memo is None or creates is None
+                    else memo.created(carried)
+                ):
+                    for statement in statements:
+                        run(con, statement)
                 written = dataclasses.replace(
                     written, release_id=next_release_id(con), base_tables=list(source.keys)
                 )
@@ -382,19 +394,23 @@ def write_release(
     """
     statements: list[str] = []
     registered: list[tuple[str, pa.Table]] = []
+    creates: list[tuple[TableRef, str]] = []
     if output is not None:
         ordered = str(scalar(con, _compile.insertion_order())).lower() == "true"
         registered.append((names.released, released_table(spec, result, paths)))
         statements.append(
             _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered)
         )
+        creates.append((output.ref, "table"))
         if view is not None:
             bounds = view_bounds(record.details)  # public constants from the ledger row
             statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql, bounds))
+            creates.append((view.ref, "view"))
         if measured is not None:
             target, collector, chains = measured
             registered.append((names.measurements, collector.table(spec, chains, paths)))
             statements.append(_compile.copy_table(target.ref.sql, ident(names.measurements)))
+            creates.append((target.ref, "table"))
     return record_release(
         con,
         registered=registered,
@@ -406,6 +422,7 @@ def write_release(
         budget=budget,
         guarantee=guarantee,
         budget_override=budget_override,
+        creates=creates,
     )
 
 
