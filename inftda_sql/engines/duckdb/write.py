@@ -73,7 +73,7 @@ from .ledger import (
     insert_release,
     next_release_id,
 )
-from .sql import ident, rows, run, scalar
+from .sql import ident, render, rows, run, scalar
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -448,9 +448,7 @@ def write_settings(con: duckdb.DuckDBPyConnection) -> tuple[bool, str | None]:
     """What a write asks before its transaction, in one statement: whether DuckDB keeps the
     order rows are read in (``preserve_insertion_order``) and the file of the current
     database (None in memory: see :func:`retrying`)."""
-    ordered, path = rows(con, f"SELECT ({_compile.insertion_order().strip()}), ({_DATABASE_PATH})")[
-        0
-    ]
+    ordered, path = rows(con, render("write_output.settings"))[0]
     return str(ordered).lower() == "true", None if path is None else str(path)
 
 
