@@ -243,6 +243,25 @@ def test_a_view_reading_a_table_no_source_reads_is_told_by_its_plan(
     assert object_kind(db, "v") == "view"
 
 
+def test_a_levels_view_the_input_reads_is_not_replaced(con: duckdb.DuckDBPyConnection) -> None:
+    """End to end: the view a release would replace is refused while the input reads it,
+    replaced when the input reads only the table it reads (both decided by the probe), and
+    replaced without the probe once it reads the release's own output."""
+    con.execute(
+        "CREATE TABLE trips AS SELECT range % 100 AS mun FROM range(1000);"
+        "CREATE TABLE geo AS SELECT range // 10 AS province, range AS mun FROM range(100);"
+        "CREATE VIEW out_levels AS SELECT mun FROM trips;"
+        "CREATE VIEW star AS SELECT * FROM out_levels"
+    ).fetchall()
+    kw: dict[str, Any] = {"hierarchy": ["province", "mun"], "domain": "geo", "rho": 1.0}
+    kw |= {"output": "out", "overwrite": True}
+    with pytest.raises(inftda_sql.SpecError, match="is a view that the input or a domain reads"):
+        inftda_sql.release(con, "star", **kw)
+    inftda_sql.release(con, "trips", **kw)  # reads trips, as the view does, but not the view
+    inftda_sql.release(con, "trips", **kw)  # the levels view reads out: not read by the input
+    assert object_kind(con, "out_levels") == "view"
+
+
 def _statements(con: duckdb.DuckDBPyConnection, action: Callable[[], object]) -> int:
     """The SQL statements DuckDB runs for ``action()`` (its query log)."""
     con.execute("CALL enable_logging('QueryLog')").fetchall()
