@@ -211,42 +211,9 @@ def test_reads_view_binds_every_source_at_once(db: duckdb.DuckDBPyConnection, me
         assert held is None or held.reads == 1
 
 
-def test_a_view_reading_a_table_no_source_reads_is_told_by_its_plan(
-    db: duckdb.DuckDBPyConnection,
-) -> None:
-    """Given the sources' base tables, a view that reads a table none of them reads is read
-    by none of them: its plan tells, without the probe transaction. Otherwise (they read what
-    it reads, it reads no table, it does not bind) the probe decides, as without them."""
-    db.execute("CREATE VIEW vv AS SELECT * FROM v").fetchall()  # reads s.geo through v
-    db.execute("CREATE VIEW const AS SELECT 1 AS a").fetchall()
-    db.execute("CREATE TABLE gone (a INTEGER); CREATE VIEW broken AS FROM gone").fetchall()
-    db.execute("DROP TABLE gone").fetchall()
-    mixed, geo = TableRef("memory", "main", "MixedCase"), TableRef("memory", "s", "geo")
-    view, const, broken = (TableRef("memory", "main", n) for n in ("v", "const", "broken"))
-    table, reader = '"memory"."main"."MixedCase"', '"memory"."main"."vv"'
-    cases = [
-        (view, [table], [mixed], False),  # v reads s.geo, which no source reads: its plan
-        (view, [table, reader], [mixed, geo], True),  # vv reads v: the probe
-        (view, [geo.sql], [geo], False),  # s.geo read directly, not through v: the probe
-        (const, [table], [mixed], False),  # a view of no table: the probe
-        (broken, [table], [mixed], False),  # a view that does not bind: the probe
-    ]
-    for target, sources, reads, expected in cases:
-        assert reads_view(db, target, sources, reads=reads) is expected
-        assert reads_view(db, target, sources) is expected  # the probe alone
-    db.execute("CALL enable_logging('QueryLog')").fetchall()
-    with remember(db, explain=True):
-        assert not reads_view(db, view, [table], reads=[mixed])
-    logged = db.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()
-    db.execute("CALL disable_logging()").fetchall()
-    assert not [m for (m,) in logged if "TRANSACTION" in m or "DROP" in m]
-    assert object_kind(db, "v") == "view"
-
-
 def test_a_levels_view_the_input_reads_is_not_replaced(con: duckdb.DuckDBPyConnection) -> None:
-    """End to end: the view a release would replace is refused while the input reads it,
-    replaced when the input reads only the table it reads (both decided by the probe), and
-    replaced without the probe once it reads the release's own output."""
+    """End to end: the view a release would replace is refused while the input reads it, and
+    replaced when the input reads only the table it reads, or once it is the release's own."""
     con.execute(
         "CREATE TABLE trips AS SELECT range % 100 AS mun FROM range(1000);"
         "CREATE TABLE geo AS SELECT range // 10 AS province, range AS mun FROM range(100);"
@@ -258,7 +225,7 @@ def test_a_levels_view_the_input_reads_is_not_replaced(con: duckdb.DuckDBPyConne
     with pytest.raises(inftda_sql.SpecError, match="is a view that the input or a domain reads"):
         inftda_sql.release(con, "star", **kw)
     inftda_sql.release(con, "trips", **kw)  # reads trips, as the view does, but not the view
-    inftda_sql.release(con, "trips", **kw)  # the levels view reads out: not read by the input
+    inftda_sql.release(con, "trips", **kw)  # the levels view of the first release, replaced
     assert object_kind(con, "out_levels") == "view"
 
 
@@ -275,10 +242,9 @@ def _statements(con: duckdb.DuckDBPyConnection, action: Callable[[], object]) ->
 def test_a_release_of_a_small_table_runs_few_statements(con: duckdb.DuckDBPyConnection) -> None:
     """The fixed cost of a release is its round trips to DuckDB: a warm release of a small
     star-schema input (a temporary view, a domain table, an output and a levels view replaced)
-    ran 77 statements before the catalog was read once per stage, 37 after, 29 since the
+    ran 77 statements before the catalog was read once per stage, 37 after, 32 since the
     write carries its read over the objects it creates, asks its settings at once and takes
-    its digests at once, and the replaced levels view's own plan shows the input does not
-    read it (no probe transaction); it must stay so."""
+    its digests at once; it must stay so."""
     con.execute(
         "CREATE TABLE trips AS SELECT range % 100 AS mun FROM range(1000);"
         "CREATE TABLE geo AS SELECT range // 10 AS province, range AS mun FROM range(100);"
@@ -293,7 +259,7 @@ def test_a_release_of_a_small_table_runs_few_statements(con: duckdb.DuckDBPyConn
     kw |= {"output": "out", "overwrite": True}
     inftda_sql.release(con, "star", **kw)  # the first: the ledger table is created
     count = _statements(con, lambda: inftda_sql.release(con, "star", **kw))
-    assert count <= 29, count
+    assert count <= 32, count
 
 
 @pytest.mark.parametrize(

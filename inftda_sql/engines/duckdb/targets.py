@@ -54,9 +54,7 @@ def check_targets(
                     param="output",
                 )
         check_output_free(target.spelling, target.existing is not None, overwrite)
-        reads = [table for src, _ in named for table in src.resolved.reads]
-        sources = [src.sql for src, _ in named]
-        if target.existing == "view" and reads_view(con, target.ref, sources, reads=reads):
+        if target.existing == "view" and reads_view(con, target.ref, [src.sql for src, _ in named]):
             raise SpecError(
                 f"{target.spelling!r} is a view that the input or a domain reads; replacing "
                 "it would change what they read: choose another ",

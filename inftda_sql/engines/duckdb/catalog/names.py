@@ -382,23 +382,10 @@ def existing(con: duckdb.DuckDBPyConnection, ref: TableRef) -> str | None:
     return None
 
 
-def reads_view(
-    con: duckdb.DuckDBPyConnection,
-    view: TableRef,
-    sources: Sequence[str],
-    *,
-    reads: Sequence[TableRef] | None = None,
-) -> bool:
+def reads_view(con: duckdb.DuckDBPyConnection, view: TableRef, sources: Sequence[str]) -> bool:
     """Whether any of ``sources`` (SQL) reads the view ``view``: they are bound without it,
-    inside a transaction that is rolled back (views keep no dependency list in DuckDB).
-
-    ``reads``: the base tables the sources read, all of them (:func:`base_tables` of each),
-    when the caller knows them. A source that reads the view binds its body, so it reads every
-    table the view reads: a view that reads a table none of the sources reads is read by none
-    of them, which its own plan tells without the probe (one statement instead of four)."""
+    inside a transaction that is rolled back (views keep no dependency list in DuckDB)."""
     if not sources:
-        return False
-    if reads is not None and _reads_elsewhere(con, view, reads):
         return False
     memo = active(con)
     with contextlib.nullcontext() if memo is None else memo.unchanged():
@@ -414,16 +401,3 @@ def reads_view(
             return False
         finally:
             run(con, "ROLLBACK")
-
-
-def _reads_elsewhere(
-    con: duckdb.DuckDBPyConnection, view: TableRef, reads: Sequence[TableRef]
-) -> bool:
-    """Whether ``view`` reads a base table that is not among ``reads``; False when its plan
-    cannot tell (it reads no table of the catalog, or does not bind)."""
-    try:
-        tables, _ = base_tables(con, view.sql)
-    except duckdb.Error:
-        return False
-    known = {ref.folded for ref in reads}
-    return any(table.folded not in known for table in tables)
