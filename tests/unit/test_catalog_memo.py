@@ -242,9 +242,9 @@ def _statements(con: duckdb.DuckDBPyConnection, action: Callable[[], object]) ->
 def test_a_release_of_a_small_table_runs_few_statements(con: duckdb.DuckDBPyConnection) -> None:
     """The fixed cost of a release is its round trips to DuckDB: a warm release of a small
     star-schema input (a temporary view, a domain table, an output and a levels view replaced)
-    ran 77 statements before the catalog was read once per stage, 37 after, 32 since the
-    write carries its read over the objects it creates, asks its settings at once and takes
-    its digests at once; it must stay so."""
+    ran 77 statements before the catalog was read once per stage, 37 after, 33 since the
+    write carries its read over the objects it creates and asks its settings at once; it
+    must stay so."""
     con.execute(
         "CREATE TABLE trips AS SELECT range % 100 AS mun FROM range(1000);"
         "CREATE TABLE geo AS SELECT range // 10 AS province, range AS mun FROM range(100);"
@@ -259,7 +259,7 @@ def test_a_release_of_a_small_table_runs_few_statements(con: duckdb.DuckDBPyConn
     kw |= {"output": "out", "overwrite": True}
     inftda_sql.release(con, "star", **kw)  # the first: the ledger table is created
     count = _statements(con, lambda: inftda_sql.release(con, "star", **kw))
-    assert count <= 32, count
+    assert count <= 33, count
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from inftda_sql.core.accounting import Budget
 from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.core.tree import TopDownResult
 from inftda_sql.engines.duckdb import compile as _compile
-from inftda_sql.engines.duckdb import fingerprint
 from inftda_sql.engines.duckdb import sql as _sql
 from inftda_sql.engines.duckdb import write as _write
 from inftda_sql.engines.duckdb.catalog import TableRef, resolve, resolve_target
@@ -240,22 +238,3 @@ def test_what_the_write_asks_first_is_one_statement(
         ordered, found = write_settings(file)
         assert (ordered, found) == (True, file.execute(path).fetchall()[0][0])
         assert found is not None and Path(found).resolve() == (tmp_path / "f.db").resolve()
-
-
-def test_the_digests_taken_at_once_are_those_taken_one_by_one(
-    db: duckdb.DuckDBPyConnection,
-) -> None:
-    """The write takes the fingerprint of its table and view in one statement; publish()
-    takes each digest alone: they agree."""
-    _write_out(db)
-    taken = _rows(db, "SELECT fingerprint FROM inftda_releases")[0][0]
-    objects = json.loads(taken)["objects"]
-    places = [(TableRef("memory", "main", "out"), "table")]
-    places.append((TableRef("memory", "main", "out_levels"), "view"))
-    assert [(o["name"], o["kind"]) for o in objects] == [
-        ("main.out", "table"),
-        ("main.out_levels", "view"),
-    ]
-    assert [o["digest"] for o in objects] == [fingerprint._digest(db, *p) for p in places]
-    assert fingerprint._digests(db, places) == [o["digest"] for o in objects]
-    assert fingerprint.changes(db, taken) == []

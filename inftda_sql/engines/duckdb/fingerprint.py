@@ -29,7 +29,7 @@ import duckdb
 
 from ...core.names import split_name
 from .catalog import TableRef, existing, home_database, lookup
-from .sql import ident, render, rows, scalar
+from .sql import ident, render, scalar
 
 __all__ = ["METHOD", "Change", "changes", "table_digest", "take"]
 
@@ -47,48 +47,29 @@ class Change:
     what: str
 
 
-def _statement(ref: TableRef, kind: str, n: str = "") -> tuple[str, dict[str, str]]:
-    """The digest query of one object and its parameters (their names end in ``n``)."""
-    params = {f"database{n}": ref.database, f"schema{n}": ref.schema, f"name{n}": ref.name}
-    if kind == "table":
-        return render("fingerprint.table", table=ref.sql, n=n), params
-    return render("fingerprint.view", n=n), params
-
-
 def _digest(con: duckdb.DuckDBPyConnection, ref: TableRef, kind: str) -> str:
-    return str(scalar(con, *_statement(ref, kind)))
-
-
-def _digests(con: duckdb.DuckDBPyConnection, objects: Sequence[tuple[TableRef, str]]) -> list[str]:
-    """The digests of ``objects`` ((place, kind) each), taken in one statement."""
-    if len(objects) <= 1:
-        return [_digest(con, ref, kind) for ref, kind in objects]
-    parts: list[str] = []
-    params: dict[str, str] = {}
-    for i, (ref, kind) in enumerate(objects):
-        sql, named = _statement(ref, kind, str(i))
-        parts.append(f"SELECT {i} AS i, * FROM (\n{sql})")
-        params |= named
-    found: dict[int, object] = dict(rows(con, "\nUNION ALL\n".join(parts), params))
-    return [str(found.get(i)) for i in range(len(objects))]
+    params = {"database": ref.database, "schema": ref.schema, "name": ref.name}
+    if kind == "table":
+        return str(scalar(con, render("fingerprint.table", table=ref.sql), params))
+    return str(scalar(con, render("fingerprint.view"), params))
 
 
 def take(con: duckdb.DuckDBPyConnection, refs: Sequence[TableRef]) -> str | None:
     """The fingerprint of the tables and views at ``refs`` as they are now (None without any);
     called inside the transaction that wrote them."""
     home = home_database(con)
-    named, places = [], []
+    objects = []
     for ref in refs:
         kind = existing(con, ref)
         if kind is None:
             continue
         found = lookup(con, str(ref))  # the catalog's own spelling
-        places.append((ref if found is None else found[0], kind))
-        named.append({"name": ref.key(home), "kind": kind})
-    if not named:
+        catalog_ref = ref if found is None else found[0]
+        objects.append(
+            {"name": ref.key(home), "kind": kind, "digest": _digest(con, catalog_ref, kind)}
+        )
+    if not objects:
         return None
-    digests = _digests(con, places)
-    objects = [{**obj, "digest": digest} for obj, digest in zip(named, digests, strict=True)]
     return json.dumps({"method": METHOD, "objects": objects})
 
 
