@@ -9,3 +9,10 @@ FROM $released$order
 
 -- name: insertion_order
 SELECT current_setting('preserve_insertion_order')
+
+-- name: settings
+-- what a release's write asks before its transaction, at once: the insertion order as above,
+-- and the file of the current database (NULL in memory), whose writers take turns
+SELECT current_setting('preserve_insertion_order'), path
+FROM duckdb_databases()
+WHERE database_name = current_database()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -19,7 +20,7 @@ from inftda_sql.engines.duckdb import sql as _sql
 from inftda_sql.engines.duckdb import write as _write
 from inftda_sql.engines.duckdb.catalog import TableRef, resolve, resolve_target
 from inftda_sql.engines.duckdb.domain import build_chain
-from inftda_sql.engines.duckdb.write import begin_transaction, write_release
+from inftda_sql.engines.duckdb.write import begin_transaction, write_release, write_settings
 from tests.system.helpers import make_geo, snapshot
 from tests.unit.helpers import release_record
 
@@ -222,3 +223,18 @@ def test_the_budget_is_checked_again_inside_the_transaction(db: duckdb.DuckDBPyC
     with pytest.raises(BudgetExceededError, match=r"main\.geo"):
         _write_out(db, output="out2", view=None)
     assert snapshot(db) == before
+
+
+def test_what_the_write_asks_first_is_one_statement(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """Whether DuckDB keeps the insertion order and the current database's file (the lock the
+    writes into it take in turn) come from one statement, as each alone says them."""
+    path = "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    assert write_settings(con) == (True, None)  # in memory: no file, no lock
+    con.execute("SET preserve_insertion_order = false").fetchall()
+    assert write_settings(con) == (False, None)
+    with duckdb.connect(str(tmp_path / "f.db")) as file:
+        ordered, found = write_settings(file)
+        assert (ordered, found) == (True, file.execute(path).fetchall()[0][0])
+        assert found is not None and Path(found).resolve() == (tmp_path / "f.db").resolve()

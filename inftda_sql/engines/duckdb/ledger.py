@@ -115,7 +115,9 @@ def _present_columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
         return {r[0].lower() for r in rows(con, describe_table(table))}
 
     memo = active(con)  # inside a release: read once while the catalog stays as it is
-    return read() if memo is None else set(memo.derived(f"columns of {table}", read))
+    if memo is None:
+        return read()
+    return set(memo.derived(f"columns of {table}", read, about=table))
 
 
 def _insert(

@@ -45,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
+from types import EllipsisType
 from typing import TypeVar
 
 import duckdb
@@ -62,7 +63,7 @@ from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
 from . import compile as _compile
 from . import fingerprint
-from .catalog import Resolved, Target, active, existing, remember
+from .catalog import Resolved, TableRef, Target, active, existing, remember
 from .ledger import (
     LEDGER_TABLE,
     LIBRARY_TABLES,
@@ -72,7 +73,7 @@ from .ledger import (
     insert_release,
     next_release_id,
 )
-from .sql import ident, run, scalar
+from .sql import ident, render, rows, run, scalar
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -83,6 +84,7 @@ __all__ = [
     "released_table",
     "retrying",
     "write_release",
+    "write_settings",
     "write_timeout",
 ]
 
@@ -224,20 +226,32 @@ def _pause(conflicts: int) -> float:
     return min(_MAX_PAUSE, _FIRST_PAUSE * 2.0 ** min(conflicts - 1, 30)) * _jitter.uniform(0.5, 1)
 
 
-def _gate(con: duckdb.DuckDBPyConnection) -> threading.RLock | None:
+def _gate(
+    con: duckdb.DuckDBPyConnection, path: str | EllipsisType | None = ...
+) -> threading.RLock | None:
     """The lock the writes of this process into ``con``'s database file take in turn (one
-    per file; None for an in-memory database, which has no name to share it by)."""
-    path = scalar(con, _DATABASE_PATH)
+    per file; None for an in-memory database, which has no name to share it by). ``path``:
+    that file (None: in memory) if the caller has just read it, else it is asked here."""
+    if path is ...:
+        path = scalar(con, _DATABASE_PATH)
     if not path:
         return None
     with _gates_lock:
         return _gates.setdefault(os.path.realpath(str(path)), threading.RLock())
 
 
-def retrying(attempt: Callable[[], T], what: str, con: duckdb.DuckDBPyConnection) -> T:
+def retrying(
+    attempt: Callable[[], T],
+    what: str,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    path: str | EllipsisType | None = ...,
+) -> T:
     """Run ``attempt`` (one whole transaction on ``con``: it rolls back and raises
     :class:`~inftda_sql.ConcurrentWriteError` on a conflict) until it succeeds, for at most
-    the seconds of :func:`write_timeout`; any other error ends it at once.
+    the seconds of :func:`write_timeout`; any other error ends it at once. ``path``: the file
+    of ``con``'s current database (None: in memory), when the caller has just read it
+    (:func:`write_settings`); else it is asked.
 
     With a timeout, the writes of this process into one database file take turns (a lock per
     file, waited for within the timeout): its threads then do not collide at all; a collision
@@ -248,7 +262,7 @@ def retrying(attempt: Callable[[], T], what: str, con: duckdb.DuckDBPyConnection
     timeout = _timeout.get()
     if not timeout:
         return attempt()
-    gate = _gate(con)
+    gate = _gate(con, path)
     started = time.monotonic()
     conflicts = 0
     while True:
@@ -289,11 +303,18 @@ def record_release(
     budget: Budget,
     guarantee: str,
     budget_override: bool,
+    creates: Sequence[tuple[TableRef, str]] | None = None,
+    path: str | EllipsisType | None = ...,
 ) -> ReleaseRecord:
     """The one write of every kind of release, in one transaction: check the budget again,
     replace (with ``overwrite``) or refuse what exists at ``targets``, run ``statements`` (the
     output and its view, reading the ``registered`` Arrow tables) and insert the ledger row;
     return the row as written (its ``release_id`` is assigned here, inside the transaction).
+
+    ``creates``: what ``statements`` create, exactly (each place with its kind, ``"table"`` or
+    ``"view"``, and nothing else); given, the catalog as read before them is carried over them
+    (:meth:`.catalog.Memo.created`) instead of read again for the fingerprint and the ledger.
+    ``path``: the current database's file, if just read (see :func:`retrying`).
 
     A conflict with another writer retries the whole transaction (:func:`retrying`) with the
     same registered tables: the released cells are those drawn once, before the write.
@@ -315,8 +336,15 @@ def record_release(
                 for target in targets:
                     if target is not None:
                         _make_room(con, target, overwrite=overwrite)
-                for statement in statements:
-                    run(con, statement)
+                memo = active(con)
+                carried = [(r.database, r.schema, r.name, kind) for r, kind in creates or ()]
+                with (
+                    contextlib.nullcontext()
+                    if memo is None or creates is None
+                    else memo.created(carried)
+                ):
+                    for statement in statements:
+                        run(con, statement)
                 written = dataclasses.replace(
                     written, release_id=next_release_id(con), base_tables=list(source.keys)
                 )
@@ -325,7 +353,7 @@ def record_release(
         return written
 
     try:
-        return retrying(attempt, "the release", con)
+        return retrying(attempt, "the release", con, path=path)
     finally:  # never hides the error that got us here, and Ctrl-C waits for it
         with critical():
             for name, _ in registered:
@@ -382,19 +410,24 @@ def write_release(
     """
     statements: list[str] = []
     registered: list[tuple[str, pa.Table]] = []
+    creates: list[tuple[TableRef, str]] = []
+    path: str | EllipsisType | None = ...
     if output is not None:
-        ordered = str(scalar(con, _compile.insertion_order())).lower() == "true"
+        ordered, path = write_settings(con)
         registered.append((names.released, released_table(spec, result, paths)))
         statements.append(
             _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered)
         )
+        creates.append((output.ref, "table"))
         if view is not None:
             bounds = view_bounds(record.details)  # public constants from the ledger row
             statements.append(_compile.levels_view(spec, view.ref.sql, output.ref.sql, bounds))
+            creates.append((view.ref, "view"))
         if measured is not None:
             target, collector, chains = measured
             registered.append((names.measurements, collector.table(spec, chains, paths)))
             statements.append(_compile.copy_table(target.ref.sql, ident(names.measurements)))
+            creates.append((target.ref, "table"))
     return record_release(
         con,
         registered=registered,
@@ -406,7 +439,17 @@ def write_release(
         budget=budget,
         guarantee=guarantee,
         budget_override=budget_override,
+        creates=creates,
+        path=path,
     )
+
+
+def write_settings(con: duckdb.DuckDBPyConnection) -> tuple[bool, str | None]:
+    """What a write asks before its transaction, in one statement: whether DuckDB keeps the
+    order rows are read in (``preserve_insertion_order``) and the file of the current
+    database (None in memory: see :func:`retrying`)."""
+    ordered, path = rows(con, render("write_output.settings"))[0]
+    return str(ordered).lower() == "true", None if path is None else str(path)
 
 
 def _leaf_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64:

@@ -13,8 +13,9 @@ read-only (DDL, ``BEGIN``/``COMMIT``/``ROLLBACK``, ``SET``, ``ATTACH``, ``USE``;
 catalog epoch, and the next question reads the catalog again. Nothing is kept after the block:
 a user's statement between two releases (or between a release's stages, which run outside any
 block) is always seen. Only what the block's owner knows for sure is carried over a change:
-:meth:`Memo.dropped` (an object the write just dropped, inside its transaction) and
-:meth:`Memo.unchanged` (a probe transaction that was rolled back).
+:meth:`Memo.dropped` (an object the write just dropped, inside its transaction),
+:meth:`Memo.created` (the objects the write just created there) and :meth:`Memo.unchanged` (a
+probe transaction that was rolled back).
 
 The names are still resolved exactly as before, in the catalog, by the same rules
 (:func:`.names.lookup`): only the number of round trips changes.
@@ -26,7 +27,7 @@ block it is set once and the caller's value restored when the block ends.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -59,7 +60,8 @@ class Memo:
         self._schemas: list[tuple[str, str]] = []
         self._objects: dict[str, list[tuple[str, str, str, str]]] = {}
         self._folded: dict[str, str] = {}  # a name asked about -> lower-cased as DuckDB does
-        self._derived: dict[str, Any] = {}  # what callers computed from this read
+        # what callers computed from this read: key -> (the name it is about, or None; value)
+        self._derived: dict[str, tuple[str | None, Any]] = {}
         self.restore_explain: str | None = None  # explain_output to set back at the end
         self.reads = 0  # how many times the catalog was read (for tests)
 
@@ -128,17 +130,26 @@ class Memo:
         self._fresh(name)
         return list(self._objects.get(self._folded[name], ()))
 
-    def derived(self, key: str, compute: Callable[[], T]) -> T:
+    def derived(self, key: str, compute: Callable[[], T], *, about: str | None = None) -> T:
         """``compute()``, remembered while this read holds (e.g. the columns of a ledger
-        table, which only a statement can change)."""
+        table, which only a statement can change). ``about``: the name of the one object it
+        depends on; then it is kept over a :meth:`dropped` or :meth:`created` block that
+        touches other objects only (without it, such a block forgets it)."""
         self._fresh()
         if key not in self._derived:
             value = compute()
             if not self.valid:  # compute() itself changed something: nothing to keep
                 return value
-            self._derived[key] = value
-        found: T = self._derived[key]
+            self._derived[key] = (None if about is None else about.lower(), value)
+        found: T = self._derived[key][1]
         return found
+
+    def _forget_about(self, names: Iterable[str]) -> None:
+        """Forget what was derived about any of ``names`` (or about nothing in particular)."""
+        touched = {name.lower() for name in names}
+        self._derived = {
+            k: v for k, v in self._derived.items() if v[0] is not None and v[0] not in touched
+        }
 
     @contextlib.contextmanager
     def unchanged(self) -> Iterator[None]:
@@ -160,7 +171,26 @@ class Memo:
         key = (database.lower(), schema.lower(), name.lower())
         for entries in self._objects.values():
             entries[:] = [o for o in entries if (o[0].lower(), o[1].lower(), o[2].lower()) != key]
-        self._derived = {}
+        self._forget_about([name])
+        self._epoch = catalog_epoch()
+
+    @contextlib.contextmanager
+    def created(self, objects: Sequence[tuple[str, str, str, str]]) -> Iterator[None]:
+        """A block that creates exactly ``objects`` ((database, schema, name, kind) as the
+        catalog will spell them, kind ``"table"`` or ``"view"``) where nothing was, inside the
+        caller's transaction (where no other writer's change is seen), and changes nothing
+        else: what was read before it, with these objects added, still holds after it. An
+        object whose name was not among the names asked about (its lower-casing by DuckDB is
+        then unknown) makes the next question read the catalog again."""
+        held = self.valid
+        yield
+        if not held or any(name not in self._folded for _, _, name, _ in objects):
+            return
+        for database, schema, name, kind in objects:
+            entries = self._objects.setdefault(self._folded[name], [])
+            entries.append((database, schema, name, kind))
+            entries.sort(key=lambda o: o[3] != "table")
+        self._forget_about(name for _, _, name, _ in objects)
         self._epoch = catalog_epoch()
 
 
