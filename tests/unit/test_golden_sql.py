@@ -329,6 +329,19 @@ def test_golden_leaf_values(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     ]
 
 
+def test_golden_domain_path_hashes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    origin = _compile.domain_path_hashes(f'"{NAMES.codes(0)}"', ["o_reg"], 2)
+    golden("domain_path_hashes.sql", _text(("domain_path_hashes(<codes 0>, ['o_reg'], 2)", origin)))
+    _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips"', None, True, check=ANCESTORS))
+    expected = dict(_rows(world, origin))  # leaf code -> hash of its region, from the domain
+    assert sorted(expected) == [0, 1, 2]  # a1, a2, b1
+    # a trip's origin path hash is the domain's of its origin leaf: the scan compares them
+    plain = _rows(world, _compile.leaf_codes(NAMES, SPEC))
+    hashes = _rows(world, f"SELECT __h FROM {LEAF} ORDER BY o_mun, d_mun")
+    cells = sorted(plain)
+    assert [expected[code] for code, *_ in cells] == [h for (h,) in hashes]
+
+
 # ----------------------------------------------------------------------------- the checks
 
 

@@ -17,18 +17,20 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
 from ...core.cells import exact_sum
-from ...core.leaf_index import LeafIndex
+from ...core.leaf_index import LeafCoder
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
 from ..checks import COUNT_LIMIT, too_large
 from . import compile as _compile
 from .catalog import Source, check_scalar_type, is_wide_number, join_type
+from .compile.release import checked_chains, path_hash_column
 from .sql import arrow, ident, rows, run, scalar
 
 __all__ = ["COUNT_LIMIT", "LeafScan", "check_counts", "check_unit", "scan"]
@@ -60,7 +62,7 @@ def scan(
     source: RandomSource,
     check: Sequence[str] = (),
     codes: Sequence[str] | None = None,
-    leaf_index: Sequence[LeafIndex | None] = (),
+    leaf_index: Sequence[LeafCoder | None] = (),
 ) -> LeafScan:
     """Scan the input into the leaf table ``names.leaf`` (one row per leaf cell the input has a
     row in, with its count: 0 where every record was dropped by the contribution bound or
@@ -97,7 +99,7 @@ def scan(
     run(con, leaf_sql, params)
     if count is not None:  # the counts are checked before anything converts them
         _validate_input(con, names, spec, count, inp)
-    cells = None if check else _coded_cells(con, names, spec, leaf_index, enums)
+    cells = _coded_cells(con, names, spec, leaf_index, enums, check, codes)
     if cells is None:
         cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
     if count is None and any(
@@ -135,33 +137,58 @@ def _coded_cells(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
     spec: TreeSpec,
-    leaf_index: Sequence[LeafIndex | None],
+    leaf_index: Sequence[LeafCoder | None],
     enums: frozenset[str],
+    check: Sequence[str] = (),
+    codes: Sequence[str] | None = None,
 ) -> pa.Table | None:
-    """The leaf cells as :func:`_compile.leaf_codes` fetches them (a leaf code per chain, NULL
-    where the domain does not list the value, and ``n``), coded here from their fetched leaf
-    values instead of a join to the code tables: when every chain's leaves are integers
-    increasing in code order (``leaf_index``), which is a property of the PUBLIC domain only.
-    None when they are not (the caller joins)."""
+    """The leaf cells as :func:`_compile.leaf_codes` fetches them (a leaf code per chain, ``n``
+    and with ``check`` ``path_ok``), coded here from their fetched leaf values instead of a
+    join to the code tables: when every chain's leaves can be (``leaf_index``: integers
+    increasing in code order, or strings), which is a property of the PUBLIC domain only.
+    A value with no code (NULL, or missing from the domain) is NULL, as the join leaves it (the
+    caller names it); ``path_ok`` compares every checked chain's path hash with the domain's
+    hash of the ancestors of the cell's leaf (:func:`_compile.domain_path_hashes`), as the join
+    does (a cell with no code fails it). None when the leaves cannot be coded here (the caller
+    joins).
+    """
     if len(leaf_index) != len(spec.chains) or any(index is None for index in leaf_index):
         return None
     if any(col.lower() in {e.lower() for e in enums} for col in spec.leaf_columns):
         return None
-    cells = arrow(con, _compile.leaf_values(names, spec))
+    cells = arrow(con, _compile.leaf_values(names, spec, check))
     columns: dict[str, pa.Array] = {}
+    leaf_codes: list[I64] = []
+    coded = np.ones(cells.num_rows, dtype=np.bool_)
     for c, index in enumerate(leaf_index):
         values = cells.column(c).combine_chunks()
         if index is None or not index.accepts(values.type):
             return None
-        nulls = values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
-        if nulls is not None:
-            values = values.fill_null(pa.scalar(0, values.type))
-        code, missing = index.codes(values.to_numpy(zero_copy_only=False))
-        if nulls is not None:
-            missing |= nulls
+        code, missing = index.code(values)
+        leaf_codes.append(code)
+        coded &= ~missing
         columns[_compile.leaf_code(c)] = pa.array(code, mask=missing if missing.any() else None)
     columns["n"] = cells.column("n")
+    if check:
+        ok = coded
+        tables = codes or [ident(names.codes(c)) for c in range(len(spec.chains))]
+        for c, cols in checked_chains(spec, check):
+            expected = _domain_hashes(con, tables[c], cols, len(spec.chains[c]))
+            found = cells.column(path_hash_column(c)).to_numpy()
+            ok &= found == expected[leaf_codes[c]]
+        columns["path_ok"] = pa.array(ok)
     return pa.table(columns)
+
+
+def _domain_hashes(
+    con: duckdb.DuckDBPyConnection, codes: str, cols: Sequence[str], depth: int
+) -> npt.NDArray[np.uint64]:
+    """Per leaf code of a chain (its code table ``codes``), the hash of its ancestors ``cols``
+    as the scan hashes an input row's (a function of the PUBLIC domain)."""
+    table = arrow(con, _compile.domain_path_hashes(codes, cols, depth))
+    expected = np.zeros(table.num_rows, dtype=np.uint64)
+    expected[table.column("code").to_numpy()] = table.column("h").to_numpy()
+    return expected
 
 
 def _leaf_codes(

@@ -67,6 +67,23 @@ def _path_hash(
     return "hash(" + ", ".join(terms) + ")"
 
 
+def path_hash_column(chain: int) -> str:
+    """Name of the column of a scanned leaf cell holding the hash of chain ``chain``'s checked
+    ancestors (:func:`leaf_counts`): ``__h`` for the first chain, ``__h1`` ... for the next."""
+    return "__h" if chain == 0 else f"__h{chain}"
+
+
+def checked_chains(spec: TreeSpec, check: Sequence[str]) -> list[tuple[int, list[str]]]:
+    """Every chain with ancestor columns in ``check``: its index and those columns (in the
+    order of ``check``), one path hash each (:func:`leaf_counts`)."""
+    out = []
+    for c, chain in enumerate(spec.chains):
+        cols = [col for col in check if col in chain[:-1]]
+        if cols:
+            out.append((c, cols))
+    return out
+
+
 def nesting_check(codes_table: str, parent: str, child: str) -> str:
     """A query returning one child value listed under two parents, if any."""
     return render("nesting", codes=ident(codes_table), parent=ident(parent), child=ident(child))
@@ -113,8 +130,11 @@ def leaf_counts(
     """The single scan of the private input, grouped by the leaf column of every chain.
 
     ``check`` names the input's ancestor columns whose agreement with the domain the scan
-    collects: one hash of them per row, grouped on beside the leaf columns (``__h``; a leaf cell
-    whose rows disagree is split in several rows, see :func:`leaf_codes`); none by default.
+    collects: per chain, one hash of its checked columns per row, grouped on beside the leaf
+    columns (:func:`path_hash_column`: ``__h``, ``__h1`` ...; a leaf cell whose rows disagree is
+    split in several rows, see :func:`leaf_codes`); none by default. A hash per chain, not one
+    of all: the domain's hash of a leaf's ancestors is then a function of that leaf alone
+    (:func:`domain_path_hashes`), and a row passes only if every chain's hash matches.
 
     ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
     ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``);
@@ -127,9 +147,10 @@ def leaf_counts(
     """
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
     path = path_key = ""
-    if check:
-        path_hash = _path_hash(check, as_varchar=as_varchar)
-        path, path_key = f",\n       {path_hash} AS __h", f", {path_hash}"
+    for c, cols in checked_chains(spec, check):
+        path_hash = _path_hash(cols, as_varchar=as_varchar)
+        path += f",\n       {path_hash} AS {path_hash_column(c)}"
+        path_key += f", {path_hash}"
     return render(
         "leaf_counts",
         leaf=ident(names.leaf),
@@ -174,8 +195,8 @@ def leaf_codes(
 ) -> str:
     """The leaf cells with every chain's leaf code (``__leaf0``, ...) and count ``n``, to fetch;
     with ``check`` (the ancestor columns :func:`leaf_counts` hashed) also ``path_ok``: the
-    row's ancestors hash to the domain's for its leaf (false on every row of a cell the scan
-    split by disagreeing ancestors but one at most)."""
+    row's ancestors hash to the domain's for its leaves, chain by chain (false on every row of
+    a cell the scan split by disagreeing ancestors but one at most)."""
     tables = _code_tables(names, len(spec.chains), codes)
     code_cols = []
     joins = []
@@ -188,8 +209,11 @@ def leaf_codes(
         alias.update({col: f"{a}." for col in chain})
     path_ok = ""
     if check:
-        expected = _path_hash(check, alias)
-        path_ok = f",\n       (l.__h = {expected}) AS path_ok"
+        tests = [
+            f"l.{path_hash_column(c)} = {_path_hash(cols, alias)}"
+            for c, cols in checked_chains(spec, check)
+        ]
+        path_ok = f",\n       ({' AND '.join(tests)}) AS path_ok"
     return render(
         "leaf_codes",
         leaf=ident(names.leaf),
@@ -199,13 +223,29 @@ def leaf_codes(
     )
 
 
-def leaf_values(names: TempNames, spec: TreeSpec) -> str:
+def leaf_values(names: TempNames, spec: TreeSpec, check: Sequence[str] = ()) -> str:
     """The leaf cells with every chain's leaf value (its column) and count ``n``, to fetch and
-    code outside SQL (:class:`~inftda_sql.core.leaf_index.LeafIndex`)."""
+    code outside SQL (:func:`~inftda_sql.core.leaf_index.leaf_coder`); with ``check`` also the
+    path hash of every checked chain (:func:`leaf_counts`), to compare with the domain's
+    (:func:`domain_path_hashes`)."""
+    hashes = "".join(f", l.{path_hash_column(c)}" for c, _ in checked_chains(spec, check))
     return render(
         "leaf_codes.leaf_values",
         leaf=ident(names.leaf),
         leaf_cols=", ".join(f"l.{ident(col)}" for col in spec.leaf_columns),
+        hashes=hashes,
+    )
+
+
+def domain_path_hashes(codes: str, cols: Sequence[str], depth: int) -> str:
+    """Per leaf of a chain's code table ``codes`` (quoted; its leaves at ``depth``), its code
+    and the hash of its ancestors ``cols``: what :func:`leaf_counts` hashes of an input row
+    whose ancestors are the domain's (the same expression, on the PUBLIC domain)."""
+    return render(
+        "leaf_codes.domain_path_hashes",
+        code=depth_code(depth),
+        path_hash=_path_hash(cols),
+        codes=codes,
     )
 
 
