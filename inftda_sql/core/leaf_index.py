@@ -37,7 +37,7 @@ class LeafCoder(Protocol):
     def accepts(self, column: pa.DataType) -> bool:
         """Whether a fetched leaf column of this type can be coded here."""
 
-    def code(self, values: pa.Array) -> tuple[I64, npt.NDArray[np.bool_]]:
+    def code(self, values: pa.Array | pa.ChunkedArray) -> tuple[I64, npt.NDArray[np.bool_]]:
         """The code of every value (0 where missing) and which values have none (NULL, or not
         listed by the domain)."""
 
@@ -112,8 +112,10 @@ class LeafIndex:
         """Whether a fetched leaf column of this type can be coded here (the same type)."""
         return bool(column == self.type)
 
-    def code(self, values: pa.Array) -> tuple[I64, npt.NDArray[np.bool_]]:
+    def code(self, values: pa.Array | pa.ChunkedArray) -> tuple[I64, npt.NDArray[np.bool_]]:
         """:meth:`codes` of a fetched leaf column, NULL included (no code: missing)."""
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
         nulls = values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
         if nulls is not None:
             values = values.fill_null(pa.scalar(0, values.type))
@@ -154,9 +156,10 @@ class StringLeafIndex:
         """Whether a fetched leaf column of this type can be coded here (the same type)."""
         return bool(column == self.leaves.type)
 
-    def code(self, values: pa.Array) -> tuple[I64, npt.NDArray[np.bool_]]:
+    def code(self, values: pa.Array | pa.ChunkedArray) -> tuple[I64, npt.NDArray[np.bool_]]:
         """The code of every value (0 where missing) and which values the domain does not
-        list (NULL included). ``values`` must have the type of the leaves (:meth:`accepts`)."""
+        list (NULL included). ``values`` must have the type of the leaves (:meth:`accepts`);
+        in chunks, they are looked up chunk by chunk (no copy into one array)."""
         found = pc.index_in(values, value_set=self.leaves)  # NULL: not listed, or NULL
         missing = found.is_null().to_numpy(zero_copy_only=False)
         if found.null_count:

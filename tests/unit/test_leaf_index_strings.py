@@ -35,6 +35,9 @@ def test_string_codes_are_those_of_the_join(
     assert isinstance(index, StringLeafIndex) and index.accepts(kind)
     assert not index.accepts(pa.string() if large else pa.large_string())
     code, missing = index.code(pa.array(probes, type=kind))
+    half = len(probes) // 2  # in chunks, as fetched from DuckDB: the same codes
+    chunked = index.code(pa.chunked_array([probes[:half], probes[half:]], type=kind))
+    assert chunked[0].tolist() == code.tolist() and chunked[1].tolist() == missing.tolist()
     con = duckdb.connect()
     con.register("codes", pa.table({"leaf": leaves, "code": range(len(leaves))}))
     con.register("probes", pa.table({"v": pa.array(probes, pa.string()), "i": range(len(probes))}))

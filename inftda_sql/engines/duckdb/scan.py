@@ -161,7 +161,7 @@ def _coded_cells(
     leaf_codes: list[I64] = []
     coded = np.ones(cells.num_rows, dtype=np.bool_)
     for c, index in enumerate(leaf_index):
-        values = cells.column(c).combine_chunks()
+        values = cells.column(c)
         if index is None or not index.accepts(values.type):
             return None
         code, missing = index.code(values)
