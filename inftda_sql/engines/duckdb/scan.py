@@ -30,7 +30,7 @@ from ..base import Scan
 from ..checks import COUNT_LIMIT, too_large
 from . import compile as _compile
 from .catalog import Source, check_scalar_type, is_wide_number, join_type
-from .compile.release import checked_chains, path_hash_column
+from .compile.release import checked_chains
 from .sql import arrow, ident, rows, run, scalar
 
 __all__ = ["COUNT_LIMIT", "LeafScan", "check_counts", "check_unit", "scan"]
@@ -147,10 +147,10 @@ def _coded_cells(
     join to the code tables: when every chain's leaves can be (``leaf_index``: integers
     increasing in code order, or strings), which is a property of the PUBLIC domain only.
     A value with no code (NULL, or missing from the domain) is NULL, as the join leaves it (the
-    caller names it); ``path_ok`` compares every checked chain's path hash with the domain's
-    hash of the ancestors of the cell's leaf (:func:`_compile.domain_path_hashes`), as the join
-    does (a cell with no code fails it). None when the leaves cannot be coded here (the caller
-    joins).
+    caller names it); ``path_ok`` compares the cell's path hash with the domain's, computed from
+    each checked chain's hash of its leaf's ancestors (:func:`_compile.domain_path_hashes`), as
+    the join does (a cell with no code fails it). None when the leaves cannot be coded here
+    (the caller joins).
     """
     if len(leaf_index) != len(spec.chains) or any(index is None for index in leaf_index):
         return None
@@ -170,14 +170,41 @@ def _coded_cells(
         columns[_compile.leaf_code(c)] = pa.array(code, mask=missing if missing.any() else None)
     columns["n"] = cells.column("n")
     if check:
-        ok = coded
         tables = codes or [ident(names.codes(c)) for c in range(len(spec.chains))]
-        for c, cols in checked_chains(spec, check):
-            expected = _domain_hashes(con, tables[c], cols, len(spec.chains[c]))
-            found = cells.column(path_hash_column(c)).to_numpy()
-            ok &= found == expected[leaf_codes[c]]
+        expected = [
+            _domain_hashes(con, tables[c], cols, len(spec.chains[c]))[leaf_codes[c]]
+            for c, cols in checked_chains(spec, check)
+        ]
+        found = cells.column("__h").to_numpy()
+        ok = coded
+        if len(expected) == 1:
+            ok &= found == expected[0]
+        else:
+            ok &= _path_matches(con, names, found, expected)
         columns["path_ok"] = pa.array(ok)
     return pa.table(columns)
+
+
+def _path_matches(
+    con: duckdb.DuckDBPyConnection,
+    names: _compile.TempNames,
+    found: npt.NDArray[np.uint64],
+    expected: Sequence[npt.NDArray[np.uint64]],
+) -> npt.NDArray[np.bool_]:
+    """Whether each cell's path hash is the hash of the domain's chain hashes of its leaves
+    (DuckDB's ``hash`` of them: the scan's :func:`_compile.leaf_counts` key), computed on the
+    cells registered from Arrow (an integer column per chain, no join)."""
+    columns = {"i": np.arange(found.size, dtype=np.int64), "h": found}
+    columns.update({f"e{c}": e for c, e in enumerate(expected)})
+    name = f"{names.leaf}_paths"
+    con.register(name, pa.table(columns))
+    try:
+        bad = rows(con, _compile.path_mismatches(ident(name), len(expected)))
+    finally:
+        con.unregister(name)
+    ok = np.ones(found.size, dtype=np.bool_)
+    ok[np.array([i for (i,) in bad], dtype=np.int64)] = False
+    return ok
 
 
 def _domain_hashes(

@@ -77,6 +77,7 @@ from .release import (
     levels_view,
     nesting_check,
     not_whole,
+    path_mismatches,
     write_output,
 )
 
@@ -131,6 +132,7 @@ __all__ = [
     "node_counts",
     "not_whole",
     "offending_rows",
+    "path_mismatches",
     "query_code",
     "read_files",
     "row_count",
