@@ -659,6 +659,25 @@ def test_workers_that_cannot_import_the_package_are_refused_first(tmp_path: Path
     assert "import inftda-sql 0.0.1" in other["error"], other["error"]
 
 
+def test_a_driver_only_release_needs_no_python_worker(tmp_path: Path) -> None:
+    """Workers that cannot import the package: a release whose every level is certain (from
+    the public domain) to run on the driver starts no Python worker and is the exact table; one
+    with a level of more children than spark.inftda.driverChildren is refused by the probe,
+    after the public domain and before the scan (the probe is its last job)."""
+    probe = subprocess.run(
+        ["/usr/bin/python3", "-c", "import pyarrow, inftda_sql"], capture_output=True, check=False
+    )
+    if not Path("/usr/bin/python3").exists() or probe.returncode == 0:
+        pytest.skip("needs a /usr/bin/python3 without inftda_sql")
+    seen = _app(tmp_path, "driver_only", str(tmp_path / "warehouse"))
+    only, after = seen["driver_only"], seen["after_domain"]
+    assert only["rows"] == [["N", "a", 1], ["S", "c", 1]], only
+    assert only["called_from"] and not any("workers.py" in c for c in only["called_from"]), only
+    assert "\n" not in after["error"] and "PYSPARK_PYTHON" in after["error"], after
+    assert "/usr/bin/python3" in after["error"] and not after["written"], after
+    assert after["jobs"] > 1 and "workers.py" in after["last_job"], after  # domain, then probe
+
+
 def test_many_shuffle_partitions_on_a_small_input_are_named(spark: Any, sdb: str) -> None:
     """200 shuffle partitions on a 2-core session and a tiny input: a warning naming the
     setting, before the scan; Arrow disabled changes nothing (the engine's transfers are
