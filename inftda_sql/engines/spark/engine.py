@@ -42,7 +42,7 @@ from .catalog import (
     type_family,
 )
 from .count_of_counts import CocStages, SparkCountOfCounts
-from .domain import CodedChain, build_chain
+from .domain import CodedChain, build_chain, distinct_paths
 from .driver import collect_cells, driver_children
 from .features import FeatureStages
 from .ledger import FileLedger, Reservation, open_ledger, register_views
@@ -319,19 +319,21 @@ class SparkEngine(FeatureStages, CocStages):
     def code_domains(self) -> list[ChainTree]:
         spec, inp = self.request.tree, self.input
         self._chains = []
+        types = [[inp.types[col.lower()] for col in chain] for chain in spec.chains]
+        frames = [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)]
+        found = distinct_paths(frames, spec.chains, types)  # every chain in one query
         for c, chain in enumerate(spec.chains):
-            types = [inp.types[col.lower()] for col in chain]
-            frame = self._domain_frames[c].toDF(*chain)
             self._chains.append(
                 build_chain(
                     self.spark,
                     c,
-                    frame,
+                    frames[c],
                     chain,
-                    types,
+                    types[c],
                     self._domain_role(c),
                     spec.chains,
-                    [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)],
+                    frames,
+                    found=found[c],
                 )
             )
         return [ch.tree for ch in self._chains]
