@@ -427,6 +427,46 @@ def test_the_ledger_row_fingerprints_what_the_release_wrote(spark: Any, sdb: str
     ]
 
 
+def test_the_output_is_fingerprinted_as_written_not_read_back(
+    spark: Any, sdb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output's digest comes from the job that writes it (aggregates observed on the way
+    out), no job reads the table back; it is the digest read back from the table, whether the
+    leaves were decoded on the driver or in Spark's tasks (spark.inftda.driverChildren=0)."""
+    import inftda_sql.spark
+    from inftda_sql.engines.spark import fingerprint
+
+    spark.createDataFrame(
+        [("N", "a"), ("N", "a"), ("S", "c")], "r string, c string"
+    ).write.saveAsTable("fp")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    read_back = fingerprint._digest
+
+    def views_only(session: Any, name: str, kind: str) -> str:
+        if kind == "table":
+            raise AssertionError(f"the release read {name} back to fingerprint it")
+        return read_back(session, name, kind)
+
+    for setting in (None, "0"):
+        with monkeypatch.context() as patch:
+            patch.setattr(fingerprint, "_digest", views_only)
+            if setting is not None:
+                spark.conf.set("spark.inftda.driverChildren", setting)
+            try:
+                r = inftda_sql.spark.release(
+                    spark, "fp", hierarchy=["r", "c"], domain=dom, rho=1.0, seed=5,
+                    output=f"fp_{setting or 'driver'}",
+                )  # fmt: skip
+            finally:
+                spark.conf.unset("spark.inftda.driverChildren")
+        (row,) = [
+            x for x in inftda_sql.spark.ledger(spark).releases if x["release_id"] == r.release_id
+        ]
+        table, view = json.loads(row["fingerprint"])["objects"]
+        assert table["digest"] == read_back(spark, r.output, "table"), setting
+        assert view["kind"] == "view" and fingerprint.changes(spark, row["fingerprint"]) == []
+
+
 def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
     """Refused before any noise, with the same error class as DuckDB; nothing is written."""
     import inftda_sql.spark

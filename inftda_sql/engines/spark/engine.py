@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 import numpy as np
@@ -441,10 +441,14 @@ class SparkEngine(FeatureStages, CocStages):
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
         return with_base_tables(record, keys)
 
-    def append(self, record: ReleaseRecord, made: Sequence[str]) -> ReleaseRecord:
+    def append(
+        self, record: ReleaseRecord, made: Sequence[str], known: Mapping[str, str] | None = None
+    ) -> ReleaseRecord:
         """Append the ledger row of what was written (``made``: the output and its view, whose
-        fingerprint it records); the session's ledger views follow it."""
-        record = dataclasses.replace(record, fingerprint=fingerprint.take(self.spark, made))
+        fingerprint it records; ``known``: digests taken as they were written, not read back);
+        the session's ledger views follow it."""
+        taken = fingerprint.take(self.spark, made, known)
+        record = dataclasses.replace(record, fingerprint=taken)
         written = self.ledger.append_release(record, self._reservation)
         register_views(self.spark, self.ledger)
         return written
