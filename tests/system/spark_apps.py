@@ -3,8 +3,10 @@
 ``python spark_apps.py ledger WAREHOUSE``: a second application in WAREHOUSE (its ledger by
 default in WAREHOUSE/inftda_ledger) reads the ledger, sets a budget and releases, stops, and a
 restarted one reads the ledger again. ``python spark_apps.py workers FAKE WAREHOUSE``: releases
-whose workers run /usr/bin/python3 (no inftda_sql), then import the fake inftda_sql in FAKE. Each
-prints one JSON line of what it saw.
+whose workers run /usr/bin/python3 (no inftda_sql), then import the fake inftda_sql in FAKE.
+``python spark_apps.py driver_only WAREHOUSE``: workers on /usr/bin/python3, a release that runs
+on the driver only, then one with a level for Spark's tasks. Each prints one JSON line of what it
+saw.
 """
 
 from __future__ import annotations
@@ -63,10 +65,14 @@ def ledger_app(warehouse: str) -> dict[str, Any]:
     return out
 
 
-def _refusal(spark: SparkSession) -> dict[str, Any]:
+def _refusal(spark: SparkSession, driver_children: str = "0") -> dict[str, Any]:
+    """A release whose levels may run in Spark's tasks (``spark.inftda.driverChildren``: 0,
+    all of them; 2, those of more than 2 children in the public domain): what it raised, how
+    many jobs it ran, where its last job was called from, whether it wrote its output."""
+    spark.conf.set("spark.inftda.driverChildren", driver_children)
     tracker = spark.sparkContext.statusTracker()
     frame = spark.createDataFrame([("N", "a"), ("S", "c")], "r string, c string")
-    jobs = len(tracker.getJobIdsForGroup())
+    before = set(tracker.getJobIdsForGroup())
     try:
         inftda_sql.spark.release(
             spark, frame, hierarchy=["r", "c"], domain=DOMAIN, rho=1.0, output="out"
@@ -74,11 +80,50 @@ def _refusal(spark: SparkSession) -> dict[str, Any]:
         error = ""
     except inftda_sql.SpecError as exc:
         error = str(exc)
+    finally:
+        spark.conf.unset("spark.inftda.driverChildren")
+    jobs = sorted(set(tracker.getJobIdsForGroup()) - before)
     return {
         "error": error,
-        "jobs": len(tracker.getJobIdsForGroup()) - jobs,
+        "jobs": len(jobs),
+        "last_job": _called_from(spark, jobs[-1]) if jobs else "",
         "written": spark.catalog.tableExists("out"),
     }
+
+
+def _called_from(spark: SparkSession, job: int) -> str:
+    """Where job ``job`` was started (its stages' names: ``collect at workers.py:67``)."""
+    tracker = spark.sparkContext.statusTracker()
+    info = tracker.getJobInfo(job)
+    stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
+    return "; ".join(s.name for s in stages if s is not None)
+
+
+def driver_only_app(warehouse: str) -> dict[str, Any]:
+    """Workers without the package: a release whose every level runs on the driver starts no
+    Python worker and succeeds; one with a level for Spark's tasks is refused before the scan."""
+    os.environ["PYSPARK_PYTHON"] = "/usr/bin/python3"  # read when the SparkContext starts
+    spark = _session(warehouse)
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    r = inftda_sql.spark.release(
+        spark,
+        spark.createDataFrame([("N", "a"), ("S", "c")], "r string, c string"),
+        hierarchy=["r", "c"],
+        domain=DOMAIN,
+        rho=float("inf"),
+        output="driver_only",
+    )
+    jobs = sorted(set(tracker.getJobIdsForGroup()) - before)
+    out: dict[str, Any] = {
+        "driver_only": {
+            "rows": sorted(tuple(x) for x in spark.table(r.output).collect()),
+            "called_from": [_called_from(spark, j) for j in jobs],
+        },
+        "after_domain": _refusal(spark, "2"),
+    }
+    spark.stop()
+    return out
 
 
 def workers_app(fake: str, warehouse: str) -> dict[str, Any]:
@@ -100,6 +145,8 @@ if __name__ == "__main__":
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if sys.argv[1] == "ledger":
         result = ledger_app(sys.argv[2])
+    elif sys.argv[1] == "driver_only":
+        result = driver_only_app(sys.argv[2])
     else:
         result = workers_app(sys.argv[2], sys.argv[3])
     print(json.dumps(result))

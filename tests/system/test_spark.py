@@ -427,6 +427,46 @@ def test_the_ledger_row_fingerprints_what_the_release_wrote(spark: Any, sdb: str
     ]
 
 
+def test_the_output_is_fingerprinted_as_written_not_read_back(
+    spark: Any, sdb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output's digest comes from the job that writes it (aggregates observed on the way
+    out), no job reads the table back; it is the digest read back from the table, whether the
+    leaves were decoded on the driver or in Spark's tasks (spark.inftda.driverChildren=0)."""
+    import inftda_sql.spark
+    from inftda_sql.engines.spark import fingerprint
+
+    spark.createDataFrame(
+        [("N", "a"), ("N", "a"), ("S", "c")], "r string, c string"
+    ).write.saveAsTable("fp")
+    dom = {"r": ["N", "N", "S"], "c": ["a", "b", "c"]}
+    read_back = fingerprint._digest
+
+    def views_only(session: Any, name: str, kind: str) -> str:
+        if kind == "table":
+            raise AssertionError(f"the release read {name} back to fingerprint it")
+        return read_back(session, name, kind)
+
+    for setting in (None, "0"):
+        with monkeypatch.context() as patch:
+            patch.setattr(fingerprint, "_digest", views_only)
+            if setting is not None:
+                spark.conf.set("spark.inftda.driverChildren", setting)
+            try:
+                r = inftda_sql.spark.release(
+                    spark, "fp", hierarchy=["r", "c"], domain=dom, rho=1.0, seed=5,
+                    output=f"fp_{setting or 'driver'}",
+                )  # fmt: skip
+            finally:
+                spark.conf.unset("spark.inftda.driverChildren")
+        (row,) = [
+            x for x in inftda_sql.spark.ledger(spark).releases if x["release_id"] == r.release_id
+        ]
+        table, view = json.loads(row["fingerprint"])["objects"]
+        assert table["digest"] == read_back(spark, r.output, "table"), setting
+        assert view["kind"] == "view" and fingerprint.changes(spark, row["fingerprint"]) == []
+
+
 def test_errors_are_the_duckdb_engines(spark: Any, sdb: str) -> None:
     """Refused before any noise, with the same error class as DuckDB; nothing is written."""
     import inftda_sql.spark
@@ -657,6 +697,25 @@ def test_workers_that_cannot_import_the_package_are_refused_first(tmp_path: Path
         assert refused["jobs"] == 1 and not refused["written"]  # the probe, nothing else
     assert "/usr/bin/python3" in missing["error"], missing["error"]
     assert "import inftda-sql 0.0.1" in other["error"], other["error"]
+
+
+def test_a_driver_only_release_needs_no_python_worker(tmp_path: Path) -> None:
+    """Workers that cannot import the package: a release whose every level is certain (from
+    the public domain) to run on the driver starts no Python worker and is the exact table; one
+    with a level of more children than spark.inftda.driverChildren is refused by the probe,
+    after the public domain and before the scan (the probe is its last job)."""
+    probe = subprocess.run(
+        ["/usr/bin/python3", "-c", "import pyarrow, inftda_sql"], capture_output=True, check=False
+    )
+    if not Path("/usr/bin/python3").exists() or probe.returncode == 0:
+        pytest.skip("needs a /usr/bin/python3 without inftda_sql")
+    seen = _app(tmp_path, "driver_only", str(tmp_path / "warehouse"))
+    only, after = seen["driver_only"], seen["after_domain"]
+    assert only["rows"] == [["N", "a", 1], ["S", "c", 1]], only
+    assert only["called_from"] and not any("workers.py" in c for c in only["called_from"]), only
+    assert "\n" not in after["error"] and "PYSPARK_PYTHON" in after["error"], after
+    assert "/usr/bin/python3" in after["error"] and not after["written"], after
+    assert after["jobs"] > 1 and "workers.py" in after["last_job"], after  # domain, then probe
 
 
 def test_many_shuffle_partitions_on_a_small_input_are_named(spark: Any, sdb: str) -> None:

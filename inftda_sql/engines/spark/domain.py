@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -23,7 +23,7 @@ from ...core.tree import ChainTree, code_paths
 from ..checks import check_domain_paths, reversal_hint
 from .catalog import quote
 
-__all__ = ["CodedChain", "build_chain", "depth_code"]
+__all__ = ["CodedChain", "build_chain", "depth_code", "distinct_paths"]
 
 
 def depth_code(chain: int, depth: int) -> str:
@@ -50,6 +50,49 @@ class CodedChain:
         return F.broadcast(frame) if self.tree.sizes[-1] <= BROADCAST_PATHS else frame
 
 
+def _lost(chain: Sequence[str], types: Sequence[T.DataType]) -> Column:
+    """Whether a value of the row's path does not convert to its column's type."""
+    lost = F.lit(False)
+    for c, t in zip(chain, types, strict=True):
+        lost = lost | (F.col(quote(c)).isNotNull() & F.col(quote(c)).try_cast(t).isNull())
+    return lost
+
+
+def distinct_paths(
+    domains: Sequence[DataFrame],
+    chains: Sequence[Sequence[str]],
+    types: Sequence[Sequence[T.DataType]],
+) -> list[pa.Table]:
+    """Every chain's distinct paths, cast to ``types``, each with ``__lost`` (whether a value of
+    it did not convert), from ONE Spark query over all the chains' domains (``domains[i]`` has
+    chain ``i``'s columns): the rows of chain ``i`` fill its own slots of a common row (the other
+    chains' slots are NULL) and carry ``i``, so one ``DISTINCT`` serves every chain."""
+    slots = [[f"__k{i}_{j}" for j in range(len(ch))] for i, ch in enumerate(chains)]
+    branches = []
+    for i, (frame, chain) in enumerate(zip(domains, chains, strict=True)):
+        columns = [F.lit(i).alias("__chain")]
+        for k, (names, kinds) in enumerate(zip(slots, types, strict=True)):
+            for j, (slot, t) in enumerate(zip(names, kinds, strict=True)):
+                value = F.col(quote(chain[j])).try_cast(t) if k == i else F.lit(None).cast(t)
+                columns.append(value.alias(slot))
+        branches.append(frame.select(*columns, _lost(chain, types[i]).alias("__lost")))
+    union = branches[0]
+    for branch in branches[1:]:
+        union = union.union(branch)
+    found = union.distinct().toArrow()
+    index = found.column("__chain")
+    out = []
+    for i, chain in enumerate(chains):
+        mine = found.filter(pc.equal(index, i))
+        out.append(
+            pa.table(
+                [*(mine.column(slot) for slot in slots[i]), mine.column("__lost")],
+                names=[*chain, "__lost"],
+            )
+        )
+    return out
+
+
 def build_chain(
     spark: SparkSession,
     index: int,
@@ -59,18 +102,16 @@ def build_chain(
     role: str,
     hierarchy: Sequence[Sequence[str]] = (),
     domains: Sequence[DataFrame] = (),
+    found: pa.Table | None = None,
 ) -> CodedChain:
     """Validate and code one chain's domain (``domain`` has the chain's columns).
 
     ``hierarchy`` and ``domains`` (every chain and its domain, with its columns) let a domain
     that is not nested because its chain was given fine to coarse suggest the hierarchy to type
-    instead, every chain given fine to coarse reversed."""
-    casts = [F.col(quote(c)).try_cast(t).alias(c) for c, t in zip(chain, types, strict=True)]
-    # one job: the distinct paths, each with whether a value of it did not convert
-    lost = F.lit(False)
-    for c, t in zip(chain, types, strict=True):
-        lost = lost | (F.col(quote(c)).isNotNull() & F.col(quote(c)).try_cast(t).isNull())
-    found = domain.select(*casts, lost.alias("__lost")).distinct().toArrow()
+    instead, every chain given fine to coarse reversed. ``found``: the chain's distinct paths
+    as :func:`distinct_paths` gives them, when fetched already (else one Spark job here)."""
+    if found is None:  # one job: the distinct paths, each with whether a value did not convert
+        found = distinct_paths([domain], [chain], [types])[0]
     if pc.any(found.column("__lost")).as_py():
         raise DomainError(
             f"the {role} has values that do not convert to the input's column types "

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 import numpy as np
@@ -41,7 +42,7 @@ from .catalog import (
     type_family,
 )
 from .count_of_counts import CocStages, SparkCountOfCounts
-from .domain import CodedChain, build_chain
+from .domain import CodedChain, build_chain, distinct_paths
 from .driver import collect_cells, driver_children
 from .features import FeatureStages
 from .ledger import FileLedger, Reservation, open_ledger, register_views
@@ -93,6 +94,7 @@ class SparkEngine(FeatureStages, CocStages):
         self._cached: DataFrame | None = None  # what Spark caches the cells in
         self._leaf_cells: LeafCells | None = None  # the cells on the driver, when few enough
         self._on_driver = 0  # levels of up to this many children run on the driver
+        self._workers_checked = False  # the Python workers were checked (or never needed)
         self._count: str | None = None
         self._count_is_integer = True
         self._reads = BaseTables()  # what the input reads
@@ -182,8 +184,11 @@ class SparkEngine(FeatureStages, CocStages):
         self._check_targets()
         self._on_driver = driver_children(self.spark)
         # the refusals above read the catalog only; the first Spark job checks the workers,
-        # still before any private data is read
-        check_workers(self.spark)
+        # still before any private data is read, when a level may run in Spark's tasks and the
+        # public domain cannot tell before the scan (see _check_workers_before_scan)
+        if self._may_run_in_tasks() and (self._on_driver == 0 or req.domains is None):
+            check_workers(self.spark)
+            self._workers_checked = True
         keys, outside = self._charge()
         note, self._reservation = self.ledger.reserve(
             keys,
@@ -193,6 +198,35 @@ class SparkEngine(FeatureStages, CocStages):
             override=req.budget_override,
         )
         return note
+
+    def _may_run_in_tasks(self) -> bool:
+        """Whether a level of this release may run in Spark's tasks, the only stage that runs
+        Python on the executors: a hierarchy release by a TopDown mechanism (a feature release
+        and a full-domain baseline run on the driver)."""
+        req = self._request
+        return (
+            isinstance(req, ReleaseRequest)
+            and req.kind == "hierarchy"
+            and isinstance(req.mechanism, Mechanism)
+            and req.mechanism.topdown_step is not None
+        )
+
+    def _check_workers_before_scan(self) -> None:
+        """Check the Python workers (:func:`~.workers.check_workers`) before the scan unless
+        every level is certain to run on the driver: a level has at most as many children as
+        its nodes in the PUBLIC domain (every parent surviving), so when no level has more than
+        ``spark.inftda.driverChildren`` nodes, no Python worker is ever started."""
+        if self._workers_checked or not self._may_run_in_tasks():
+            return
+        spec = self.request.tree
+        sizes = [ch.tree.sizes for ch in self._chains]
+        widest = max(
+            math.prod(size[d] for size, d in zip(sizes, depths, strict=True))
+            for depths in spec.levels
+        )
+        if widest > self._on_driver:
+            check_workers(self.spark)
+        self._workers_checked = True
 
     def _charge(self) -> tuple[list[str], str | None]:
         """The base tables (or files) the input reads, which its budget is charged to, and what
@@ -285,25 +319,28 @@ class SparkEngine(FeatureStages, CocStages):
     def code_domains(self) -> list[ChainTree]:
         spec, inp = self.request.tree, self.input
         self._chains = []
+        types = [[inp.types[col.lower()] for col in chain] for chain in spec.chains]
+        frames = [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)]
+        found = distinct_paths(frames, spec.chains, types)  # every chain in one query
         for c, chain in enumerate(spec.chains):
-            types = [inp.types[col.lower()] for col in chain]
-            frame = self._domain_frames[c].toDF(*chain)
             self._chains.append(
                 build_chain(
                     self.spark,
                     c,
-                    frame,
+                    frames[c],
                     chain,
-                    types,
+                    types[c],
                     self._domain_role(c),
                     spec.chains,
-                    [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)],
+                    frames,
+                    found=found[c],
                 )
             )
         return [ch.tree for ch in self._chains]
 
     def scan(self) -> Scan:
         req = self.request
+        self._check_workers_before_scan()  # before any private data is read
         warn_slow_settings(self.spark, self.input.df)
         found, table = scan(
             req.tree,
@@ -404,10 +441,14 @@ class SparkEngine(FeatureStages, CocStages):
             record = dataclasses.replace(record, non_private=[*record.non_private, note])
         return with_base_tables(record, keys)
 
-    def append(self, record: ReleaseRecord, made: Sequence[str]) -> ReleaseRecord:
+    def append(
+        self, record: ReleaseRecord, made: Sequence[str], known: Mapping[str, str] | None = None
+    ) -> ReleaseRecord:
         """Append the ledger row of what was written (``made``: the output and its view, whose
-        fingerprint it records); the session's ledger views follow it."""
-        record = dataclasses.replace(record, fingerprint=fingerprint.take(self.spark, made))
+        fingerprint it records; ``known``: digests taken as they were written, not read back);
+        the session's ledger views follow it."""
+        taken = fingerprint.take(self.spark, made, known)
+        record = dataclasses.replace(record, fingerprint=taken)
         written = self.ledger.append_release(record, self._reservation)
         register_views(self.spark, self.ledger)
         return written

@@ -6,23 +6,27 @@ of rows, and the sum and xor of ``xxhash64`` of every row's values, aggregated b
 the table as written; a view's is the md5 of its definition (``SHOW CREATE TABLE``). It is
 taken after the output and view are written and before the ledger row is appended, so a later
 ``publish()`` on Spark can check that the table is still what the release wrote
-(:func:`changes`). The method differs from DuckDB's (another hash), and says so.
+(:func:`changes`). A release's output is not read back for it: the aggregates are observed by
+the job that writes the table (:func:`observed`, :func:`written`). The method differs from
+DuckDB's (another hash), and says so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from .catalog import full_name, quote
 
-__all__ = ["METHOD", "Change", "changes", "take"]
+__all__ = ["METHOD", "Change", "changes", "observed", "take", "written"]
 
 #: how the digests are computed; a fingerprint taken another way cannot be compared
 METHOD = "spark-xxhash64-md5/1"
@@ -49,31 +53,76 @@ def _kind(spark: SparkSession, name: str) -> str | None:
     return "view" if str(table.tableType).upper() in ("VIEW", "TEMPORARY") else "table"
 
 
+def _columns(schema: T.StructType) -> str:
+    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
+
+
+def _aggregates(frame: DataFrame) -> list[Column]:
+    """A table digest's aggregates over ``frame``: rows, sum and xor of every row's hash."""
+    h = F.xxhash64(*[F.col(quote(c)) for c in frame.columns])
+    return [
+        F.count(F.lit(1)).alias("n"),
+        F.sum(h.cast("decimal(38,0)")).alias("total"),  # no overflow below 10**19 rows
+        F.bit_xor(h).alias("xor"),
+    ]
+
+
+def _table_digest(columns: str, count: object, total: object, xor: object) -> str:
+    return _md5(f"{columns}|{count or 0}|{total or 0}|{xor or 0}")
+
+
 def _digest(spark: SparkSession, name: str, kind: str) -> str:
     if kind == "view":
         first = spark.sql(f"SHOW CREATE TABLE {name}").first()
         return _md5(str(first[0] if first else ""))
     df = spark.table(name)
-    columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in df.schema.fields)
-    h = F.xxhash64(*[F.col(quote(c)) for c in df.columns])
-    row = df.agg(
-        F.count(F.lit(1)),
-        F.sum(h.cast("decimal(38,0)")),  # no overflow below 10**19 rows
-        F.bit_xor(h),
-    ).first()
+    row = df.agg(*_aggregates(df)).first()
     count, total, xor = (row[0], row[1], row[2]) if row else (0, None, None)
-    return _md5(f"{columns}|{count}|{total or 0}|{xor or 0}")
+    return _table_digest(_columns(df.schema), count, total, xor)
 
 
-def take(spark: SparkSession, names: Sequence[str]) -> str | None:
-    """The fingerprint of the tables and views ``names`` (SQL names) as they are now."""
+def observed(frame: DataFrame) -> tuple[DataFrame, Observation]:
+    """``frame`` with a table digest's aggregates observed: the action that writes it computes
+    them in the same pass (no job reads the table back); :func:`written` makes the digest."""
+    observation = Observation(f"inftda_fingerprint_{uuid.uuid4().hex}")
+    return frame.observe(observation, *_aggregates(frame)), observation
+
+
+def written(
+    spark: SparkSession, name: str, frame: DataFrame, observation: Observation
+) -> str | None:
+    """The digest of table ``name`` that :func:`take` would compute by reading it back, from
+    the aggregates ``observation`` collected while ``frame`` was written to it: the same rows,
+    hashed by the same function of the same values. None (read it back) when the table's
+    columns and types are not the frame's or the write reported no aggregates."""
+    try:
+        stored = spark.table(name).schema
+    except AnalysisException:
+        return None
+    if _columns(stored) != _columns(frame.schema):
+        return None
+    jo = observation._jo
+    if jo is None or not jo.future().isCompleted():
+        return None
+    metrics = observation.get
+    return _table_digest(_columns(stored), metrics["n"], metrics["total"], metrics["xor"])
+
+
+def take(
+    spark: SparkSession, names: Sequence[str], known: Mapping[str, str] | None = None
+) -> str | None:
+    """The fingerprint of the tables and views ``names`` (SQL names) as they are now;
+    ``known``: digests of some of them already computed as they were written (:func:`written`),
+    which are not read back."""
     objects = []
     for name in names:
         kind = _kind(spark, name)
         if kind is None:
             continue
         key = full_name(spark, name) or name
-        objects.append({"name": key, "kind": kind, "digest": _digest(spark, name, kind)})
+        digest = (known or {}).get(name) if kind == "table" else None
+        digest = digest or _digest(spark, name, kind)
+        objects.append({"name": key, "kind": kind, "digest": digest})
     return json.dumps({"method": METHOD, "objects": objects}) if objects else None
 
 

@@ -6,6 +6,9 @@ in a virtualenv, a cluster without the package) would fail only after the domain
 in a raw ``PythonException``. :func:`check_workers` runs one tiny job first (one partition, no
 data) that imports the package on a worker and returns its version and interpreter; a failure or
 another version is one line naming the fix. Its answer is kept per application and interpreter.
+The engine runs it only for a release with a level that may run in Spark's tasks (by the public
+domain's size against ``spark.inftda.driverChildren``), and always before the scan: a release
+whose every level runs on the driver starts no Python worker at all.
 
 :func:`warn_slow_settings` names, in a warning, a setting that makes a release slow: many more
 shuffle partitions than the cluster has cores on a small input (Spark's default 200 on a laptop

@@ -13,7 +13,8 @@ dropped again, so no release is visible without its row.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,10 +22,20 @@ from pyspark.sql import functions as F
 from ...core.bounds import sql_constant, view_bounds
 from ...core.spec import TreeSpec
 from ..records import ReleaseRecord
+from . import fingerprint
 from .catalog import quote
 from .domain import CodedChain, depth_code
 
-__all__ = ["decode", "levels_view_sql", "write_release"]
+__all__ = ["Append", "decode", "levels_view_sql", "write_release"]
+
+
+class Append(Protocol):
+    """Appends the ledger row of what was written (``made``: SQL names), with the digests of
+    those already taken as they were written (``known``, by name), and returns it."""
+
+    def __call__(
+        self, record: ReleaseRecord, made: Sequence[str], known: Mapping[str, str] | None = None
+    ) -> ReleaseRecord: ...
 
 
 def decode(leaves: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain]) -> DataFrame:
@@ -99,18 +110,21 @@ def write_release(
     view: str | None,
     overwrite: bool,
     record: ReleaseRecord,
-    append: Callable[[ReleaseRecord, Sequence[str]], ReleaseRecord],
+    append: Append,
 ) -> ReleaseRecord:
     """Save the output table and its levels view, then ``append`` the ledger row (which
-    fingerprints what was written and names the release's budget reservation); if that fails,
-    the output and view are dropped again."""
+    fingerprints what was written, given the output's digest taken as it was written, and names
+    the release's budget reservation); if that fails, the output and view are dropped again."""
     mode = "overwrite" if overwrite else "errorifexists"
-    released.write.mode(mode).saveAsTable(output)
+    observed, observation = fingerprint.observed(released)  # its digest, in the same job
+    observed.write.mode(mode).saveAsTable(output)
     try:
         if view is not None:
             # the bounds are public constants of the ledger row (computed from public parameters)
             spark.sql(levels_view_sql(spec, view, output, view_bounds(record.details)))
-        return append(record, [output] if view is None else [output, view])
+        digest = fingerprint.written(spark, output, released, observation)
+        made = [output] if view is None else [output, view]
+        return append(record, made, {output: digest} if digest else {})
     except BaseException:
         if view is not None:
             spark.sql(f"DROP VIEW IF EXISTS {view}")
