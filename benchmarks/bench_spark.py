@@ -7,8 +7,8 @@
 
 ``--inputs counts`` releases the same trips pre-aggregated to one row per distinct path of the
 six hierarchy columns with their number of trips in ``n`` (``count="n"``): the same cells, so
-the same seeded table; the summary gives the scan's seconds (wall, and executor time on Spark)
-per input row of each input, the figure that compares a count table with microdata.
+the same seeded table; the summary gives the scan's seconds (wall, and on Spark its jobs'
+executor run and CPU time) per input row of each input: a count table against microdata.
 
 The data are made once (``inftda_sql.synthetic.italy_like``, one row per trip) in a DuckDB file
 and exported to parquet; then each engine runs in a fresh subprocess: DuckDB reads its table,
@@ -190,6 +190,7 @@ def _event_steps(log_dir: Path) -> list[dict[str, Any]]:
                 s = stage_metrics[ev["Stage ID"]]
                 s["tasks"] += 1
                 s["run_ms"] += m.get("Executor Run Time", 0)
+                s["cpu_ns"] += m.get("Executor CPU Time", 0)
                 s["gc_ms"] += m.get("JVM GC Time", 0)
                 s["shuffle_write"] += (m.get("Shuffle Write Metrics") or {}).get(
                     "Shuffle Bytes Written", 0
@@ -213,6 +214,7 @@ def _event_steps(log_dir: Path) -> list[dict[str, Any]]:
                 "wall_s": round(m["wall_s"], 2),
                 "tasks": int(m["tasks"]),
                 "executor_run_s": round(m["run_ms"] / 1000, 2),
+                "executor_cpu_s": round(m["cpu_ns"] / 1e9, 2),
                 "gc_s": round(m["gc_ms"] / 1000, 2),
                 "shuffle_write_mb": round(m["shuffle_write"] / 2**20, 1),
                 "input_mb": round(m["input"] / 2**20, 1),
@@ -322,13 +324,16 @@ def _scan_row(r: dict[str, Any], rows: int) -> str:
     """A summary row of the scan per input row: wall and (Spark) executor microseconds."""
     scan = r.get("stages", {}).get("scan")
     steps = [s for s in r.get("spark_steps", []) if s["step"].startswith("inftda_sql scan")]
-    executor = sum(s["executor_run_s"] for s in steps) if steps else None
+    executor = round(sum(s["executor_run_s"] for s in steps), 2) if steps else None
+    cpu = round(sum(s["executor_cpu_s"] for s in steps), 2) if steps else None
     jobs = sum(s["jobs"] for s in steps) if steps else "-"
     per_row = f"{scan / rows * 1e6:.3f}" if scan is not None else "-"
     ex_row = f"{executor / rows * 1e6:.3f}" if executor is not None else "-"
+    cpu_row = f"{cpu / rows * 1e6:.3f}" if cpu is not None else "-"
     return (
         f"| {r.get('engine')} | {r.get('input')} | {rows:,} | {scan} | {per_row} | "
-        f"{executor if executor is not None else '-'} | {ex_row} | {jobs} |"
+        f"{executor if executor is not None else '-'} | {ex_row} | "
+        f"{cpu if cpu is not None else '-'} | {cpu_row} | {jobs} |"
     )
 
 
@@ -411,9 +416,9 @@ def main() -> None:
         )
     print(
         "\n| engine | input | input rows | scan s | scan us/row | scan executor s "
-        "| executor us/row | scan jobs |"
+        "| executor us/row | scan executor CPU s | CPU us/row | scan jobs |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(_scan_row(r, rows[r["input"]]))
 
