@@ -3,6 +3,12 @@
     python benchmarks/bench_spark.py                 # Italy-scale synthetic: 28.8M trips, 6 levels
     python benchmarks/bench_spark.py --scale 0.05    # a quick look
     python benchmarks/bench_spark.py --kernel        # the per-block kernel alone (children/s)
+    python benchmarks/bench_spark.py --inputs micro,counts --engines duckdb,spark2
+
+``--inputs counts`` releases the same trips pre-aggregated to one row per distinct path of the
+six hierarchy columns with their number of trips in ``n`` (``count="n"``): the same cells, so
+the same seeded table; the summary gives the scan's seconds (wall, and on Spark its jobs'
+executor run and CPU time) per input row of each input: a count table against microdata.
 
 The data are made once (``inftda_sql.synthetic.italy_like``, one row per trip) in a DuckDB file
 and exported to parquet; then each engine runs in a fresh subprocess: DuckDB reads its table,
@@ -88,26 +94,42 @@ def run_sampled(
     return result
 
 
-def _prepare(work: Path, scale: float) -> None:
+INPUTS = {"micro": "trips", "counts": "trips_counts"}  # --inputs: the table (and parquet folder)
+
+
+def _prepare(work: Path, scale: float, inputs: list[str]) -> dict[str, int]:
+    """Make the data once (the microdata, and the count table if asked); the rows per input."""
     import duckdb
 
     from inftda_sql.synthetic import italy_like
 
     db = work / "italy.duckdb"
-    if (work / "trips").exists() and db.exists():
-        return
     con = duckdb.connect(str(db))
-    italy_like(con, scale=scale, microdata=True, overwrite=True)
-    (work / "trips").mkdir(exist_ok=True)
-    con.execute(
-        f"COPY trips TO '{work / 'trips'}' (FORMAT parquet, PER_THREAD_OUTPUT true, OVERWRITE true)"
-    ).fetchall()
-    for view in ("geo_origin", "geo_destination"):
-        con.execute(f"COPY (SELECT * FROM {view}) TO '{work / view}.parquet' (FORMAT parquet)")
+    if not ((work / "trips").exists() and db.exists()):
+        italy_like(con, scale=scale, microdata=True, overwrite=True)
+        for view in ("geo_origin", "geo_destination"):
+            con.execute(f"COPY (SELECT * FROM {view}) TO '{work / view}.parquet' (FORMAT parquet)")
+    if "counts" in inputs and not (work / "trips_counts").exists():
+        cols = ", ".join(col for chain in HIERARCHY for col in chain)
+        con.execute(
+            f"CREATE OR REPLACE TABLE trips_counts AS SELECT {cols}, count(*)::BIGINT AS n "
+            f"FROM trips GROUP BY ALL"
+        )
+    rows = {}
+    for name in inputs:
+        table = INPUTS[name]
+        if not (work / table).exists():
+            (work / table).mkdir()
+            con.execute(
+                f"COPY {table} TO '{work / table}' "
+                "(FORMAT parquet, PER_THREAD_OUTPUT true, OVERWRITE true)"
+            ).fetchall()
+        rows[name] = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
     con.close()
+    return rows
 
 
-def _worker_duckdb(work: Path) -> dict[str, Any]:
+def _worker_duckdb(work: Path, inp: str) -> dict[str, Any]:
     import duckdb
 
     import inftda_sql
@@ -116,8 +138,9 @@ def _worker_duckdb(work: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     r = inftda_sql.release(
         con,
-        "trips",
+        INPUTS[inp],
         hierarchy=HIERARCHY,
+        count="n" if inp == "counts" else None,
         domain=["geo_origin", "geo_destination"],
         rho=1.0,
         seed=SEED,
@@ -167,6 +190,7 @@ def _event_steps(log_dir: Path) -> list[dict[str, Any]]:
                 s = stage_metrics[ev["Stage ID"]]
                 s["tasks"] += 1
                 s["run_ms"] += m.get("Executor Run Time", 0)
+                s["cpu_ns"] += m.get("Executor CPU Time", 0)
                 s["gc_ms"] += m.get("JVM GC Time", 0)
                 s["shuffle_write"] += (m.get("Shuffle Write Metrics") or {}).get(
                     "Shuffle Bytes Written", 0
@@ -190,6 +214,7 @@ def _event_steps(log_dir: Path) -> list[dict[str, Any]]:
                 "wall_s": round(m["wall_s"], 2),
                 "tasks": int(m["tasks"]),
                 "executor_run_s": round(m["run_ms"] / 1000, 2),
+                "executor_cpu_s": round(m["cpu_ns"] / 1e9, 2),
                 "gc_s": round(m["gc_ms"] / 1000, 2),
                 "shuffle_write_mb": round(m["shuffle_write"] / 2**20, 1),
                 "input_mb": round(m["input"] / 2**20, 1),
@@ -198,7 +223,7 @@ def _event_steps(log_dir: Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: -x["wall_s"])
 
 
-def _worker_spark(work: Path, cores: int, memory: str) -> dict[str, Any]:
+def _worker_spark(work: Path, cores: int, memory: str, inp: str) -> dict[str, Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     log_dir = work / f"events_{cores}"
     import shutil
@@ -227,7 +252,7 @@ def _worker_spark(work: Path, cores: int, memory: str) -> dict[str, Any]:
     )
     spark.sparkContext.setLogLevel("ERROR")
     start = time.perf_counter() - t0
-    trips = spark.read.parquet(str(work / "trips"))
+    trips = spark.read.parquet(str(work / INPUTS[inp]))
     geo = [
         spark.read.parquet(str(work / f"{v}.parquet")) for v in ("geo_origin", "geo_destination")
     ]
@@ -236,6 +261,7 @@ def _worker_spark(work: Path, cores: int, memory: str) -> dict[str, Any]:
         spark,
         trips,
         hierarchy=HIERARCHY,
+        count="n" if inp == "counts" else None,
         domain=geo,
         rho=1.0,
         seed=SEED,
@@ -294,6 +320,23 @@ def _kernel(children: int) -> dict[str, Any]:
     }
 
 
+def _scan_row(r: dict[str, Any], rows: int) -> str:
+    """A summary row of the scan per input row: wall and (Spark) executor microseconds."""
+    scan = r.get("stages", {}).get("scan")
+    steps = [s for s in r.get("spark_steps", []) if s["step"].startswith("inftda_sql scan")]
+    executor = round(sum(s["executor_run_s"] for s in steps), 2) if steps else None
+    cpu = round(sum(s["executor_cpu_s"] for s in steps), 2) if steps else None
+    jobs = sum(s["jobs"] for s in steps) if steps else "-"
+    per_row = f"{scan / rows * 1e6:.3f}" if scan is not None else "-"
+    ex_row = f"{executor / rows * 1e6:.3f}" if executor is not None else "-"
+    cpu_row = f"{cpu / rows * 1e6:.3f}" if cpu is not None else "-"
+    return (
+        f"| {r.get('engine')} | {r.get('input')} | {rows:,} | {scan} | {per_row} | "
+        f"{executor if executor is not None else '-'} | {ex_row} | "
+        f"{cpu if cpu is not None else '-'} | {cpu_row} | {jobs} |"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -302,51 +345,63 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/inftda_bench_spark")
     ap.add_argument("--memory", default="4g", help="Spark driver memory (local mode)")
     ap.add_argument("--engines", default="duckdb,spark1,spark2")
+    ap.add_argument(
+        "--inputs",
+        default="micro",
+        help="comma-separated: micro (one row per trip), counts (one row per path, count n)",
+    )
     ap.add_argument("--kernel", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     work = Path(args.work) / f"scale_{args.scale}"
+    inputs = args.inputs.split(",")
+    if unknown := set(inputs) - set(INPUTS):
+        ap.error(f"--inputs: unknown {sorted(unknown)}; choose from {sorted(INPUTS)}")
     if args.worker:
         if args.worker == "duckdb":
-            res = _worker_duckdb(work)
+            res = _worker_duckdb(work, inputs[0])
         elif args.worker == "kernel":
             res = _kernel(1 << 20)
         else:
-            res = _worker_spark(work, int(args.worker[len("spark") :]), args.memory)
-        print(json.dumps(res))
+            res = _worker_spark(work, int(args.worker[len("spark") :]), args.memory, inputs[0])
+        print(json.dumps({**res, "input": inputs[0]}))
         return
     if args.kernel:
         print(json.dumps(run_sampled(["--worker", "kernel"]), indent=1))
         return
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    _prepare(work, args.scale)
-    print(f"data ready in {time.perf_counter() - t0:.0f} s ({work})", flush=True)
+    rows = _prepare(work, args.scale, inputs)
+    print(f"data ready in {time.perf_counter() - t0:.0f} s ({work}): rows {rows}", flush=True)
     with open("/proc/loadavg") as f:
         print("load average:", f.read().split()[:3], flush=True)
     results = []
-    for engine in args.engines.split(","):
-        res = run_sampled(
-            [
-                "--worker",
-                engine,
-                "--scale",
-                str(args.scale),
-                "--work",
-                args.work,
-                "--memory",
-                args.memory,
-            ]
-        )
-        results.append(res)
-        print(json.dumps(res), flush=True)
+    for inp in inputs:
+        for engine in args.engines.split(","):
+            res = run_sampled(
+                [
+                    "--worker",
+                    engine,
+                    "--inputs",
+                    inp,
+                    "--scale",
+                    str(args.scale),
+                    "--work",
+                    args.work,
+                    "--memory",
+                    args.memory,
+                ]
+            )
+            res.setdefault("input", inp)
+            results.append(res)
+            print(json.dumps(res), flush=True)
     digests = {json.dumps(r.get("digest")) for r in results}
-    print("same table on every engine:", len(digests) == 1)
+    print("same table on every engine and input:", len(digests) == 1)
     print(
-        "\n| engine | release s | process s | peak RSS MB | scan s | topdown s | write s "
+        "\n| engine | input | release s | process s | peak RSS MB | scan s | topdown s | write s "
         "| Spark jobs | jobs in levels |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         st = r.get("stages", {})
         steps = r.get("spark_steps", [])
@@ -355,10 +410,17 @@ def main() -> None:
         # ran on the driver
         in_levels = sum(s["jobs"] for s in steps if s["step"].startswith("inftda_sql level "))
         print(
-            f"| {r.get('engine')} | {r.get('release_seconds')} | {r['process_seconds']} | "
-            f"{r['peak_rss_mb']} | {st.get('scan')} | {st.get('topdown')} | {st.get('write')} "
-            f"| {jobs} | {in_levels if steps else '-'} |"
+            f"| {r.get('engine')} | {r.get('input')} | {r.get('release_seconds')} | "
+            f"{r['process_seconds']} | {r['peak_rss_mb']} | {st.get('scan')} | "
+            f"{st.get('topdown')} | {st.get('write')} | {jobs} | {in_levels if steps else '-'} |"
         )
+    print(
+        "\n| engine | input | input rows | scan s | scan us/row | scan executor s "
+        "| executor us/row | scan executor CPU s | CPU us/row | scan jobs |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        print(_scan_row(r, rows[r["input"]]))
 
 
 if __name__ == "__main__":

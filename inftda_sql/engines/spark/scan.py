@@ -131,12 +131,15 @@ def scan(
         salt = source.words(4).tobytes().hex()
         df = bound_units(df, spec.columns, unit, distinct=distinct, m=contribution, salt=salt)
         weight = F.col("__keep").cast("long")
-    aggs = count_aggregates(inp, count, count_is_integer, weight)
+    aggs = _lean_aggregates(inp, count, count_is_integer, weight, weighted=unit is not None)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
-    leaf = with_records(
-        df.groupBy(*[_c(c) for c in spec.leaf_columns]).agg(*aggs, *_ancestor_aggregates(spec, inp))
+    leaf = df.groupBy(*[_c(c) for c in spec.leaf_columns]).agg(
+        *aggs, *_ancestor_aggregates(spec, inp)
     )
-    table = _code_cells(leaf, spec, chains, inp, count)
+    if "__n" not in leaf.columns:  # one record per row: the records are the rows
+        leaf = leaf.withColumn("__n", F.col("__rows"))
+    exact = _Exact(df, spec, inp, count, count_is_integer, weight)
+    table = _code_cells(leaf, spec, chains, inp, exact)
     total = table.total
     describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
@@ -182,6 +185,58 @@ def count_aggregates(
     return aggs
 
 
+def _lean_aggregates(
+    inp: SparkSource, count: str | None, count_is_integer: bool, weight: Column, *, weighted: bool
+) -> list[Column]:
+    """Per group, what the scan keeps: its rows ``__rows``, its records ``__n`` (64-bit; NULL
+    when they overflow it: a sum too large) and, for a count column, ``__badc``: the rows with
+    a NULL, negative, fractional or too large count. Any problem sends the release to
+    :class:`_Exact`, which counts each kind as :func:`validate` does (the messages' numbers);
+    an input without problems pays three sums a row, not seven. Microdata without a privacy
+    unit sums nothing: its records are its rows."""
+    aggs = [F.count(F.lit(1)).alias("__rows")]
+    if count is None:
+        if weighted:
+            aggs.append(F.sum(weight.cast("long")).alias("__n"))
+        return aggs
+    cnt = _c(count)
+    dtype = inp.types[count.lower()]
+    bad = cnt.isNull() | (cnt < 0)
+    if isinstance(dtype, T.IntegralType):  # 64 bits at most: never too large a row
+        n = F.try_sum(cnt.cast("long") * weight)
+    else:  # decimals and floating point: summed exactly as decimals, kept when they fit
+        n = F.sum(cnt.cast("decimal(38,0)") * weight)
+        n = F.when(n <= F.lit(_INT64_MAX), n.cast("long"))
+        if not count_is_integer:
+            bad = bad | _not_whole(cnt, inp, count)
+        bad = bad | (cnt.cast("double") > F.lit(float(_INT64_MAX)))
+    return [
+        *aggs,
+        n.alias("__n"),
+        F.sum(F.coalesce(bad, F.lit(True)).cast("long")).alias("__badc"),
+    ]
+
+
+@dataclass(frozen=True)
+class _Exact:
+    """What :func:`validate` needs to count the input's problems exactly, on error only: a
+    second ``GROUP BY`` of the input with every check's own sum (:func:`count_aggregates`)."""
+
+    df: DataFrame
+    spec: TreeSpec
+    inp: SparkSource
+    count: str | None
+    count_is_integer: bool
+    weight: Column
+
+    def refuse(self) -> None:
+        """Raise what :func:`validate` finds: NULL or NaN leaves, bad counts, cells too large."""
+        cols = self.spec.leaf_columns
+        aggs = count_aggregates(self.inp, self.count, self.count_is_integer, self.weight)
+        grouped = with_records(self.df.groupBy(*[_c(c) for c in cols]).agg(*aggs))
+        validate(grouped, cols, self.count, self.inp)
+
+
 def unit_diagnostics(
     inp: SparkSource, privacy_unit: str | None, contribution: int, distinct: bool, total: int
 ) -> dict[str, Any]:
@@ -204,7 +259,11 @@ def _not_whole(cnt: Column, inp: SparkSource, count: str | None) -> Column:
     dtype = inp.types[count.lower()]
     if isinstance(dtype, T.DecimalType):
         return cnt != F.floor(cnt)
-    return F.isnan(cnt) | (F.abs(cnt) == float("inf")) | (cnt != F.floor(cnt))
+    # floor() of a float is a 64-bit integer (an overflow error beyond it): every float from
+    # 2**53 up is whole, so only those below are compared with their floor
+    below = F.abs(cnt) < F.lit(float(2**53))
+    fractional = F.when(below, cnt != F.floor(cnt)).otherwise(F.lit(False))
+    return F.isnan(cnt) | (F.abs(cnt) == float("inf")) | fractional
 
 
 def _null_error(col: str, inp: SparkSource) -> None:
@@ -350,15 +409,18 @@ def _code_cells(
     spec: TreeSpec,
     chains: Sequence[CodedChain],
     inp: SparkSource,
-    count: str | None,
+    exact: _Exact,
 ) -> CellsTable:
     """Join every chain's leaf value to its codes (a broadcast join with the public code
-    table) and check, in ONE aggregate over the joined groups (which caches them), what
-    :func:`validate` checks and the input's paths against the domain: a leaf group whose
-    least and greatest ancestor values (or hashes) differ, or differ from the domain's
-    ancestors of that leaf, is flagged (``__bad<c>``, :func:`_ancestors_flag`). Returns the
-    cells table (a code per chain and depth, and ``n``, one row per leaf cell), its rows and
-    the sum of ``n``."""
+    table) and check, in ONE aggregate over the joined groups (which caches them: the codes,
+    ``__n`` and the flags, not the input's columns), the input against the domain and its
+    counts: a leaf group whose least and greatest ancestor values (or hashes) differ, or differ
+    from the domain's ancestors of that leaf, is flagged (``__bad<c>``,
+    :func:`_ancestors_flag`); a group with no leaf code (NULL, NaN or not in the domain), a bad
+    count (``__badc``) or too many records (``__n`` NULL or above the limit) sends the release
+    to the exact counts of :class:`_Exact` and :func:`_refuse_paths`. Returns the cells table
+    (a code per chain and depth, and ``n``, one row per leaf cell), its rows and the sum of
+    ``n``."""
     joined = leaf
     flags: list[Column] = []
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
@@ -378,27 +440,27 @@ def _code_cells(
         for c, chain in enumerate(spec.chains)
         for d in range(1, len(chain) + 1)
     ]
-    kept = [
-        k for k in ("__rows", "__n", "__nulls", "__neg", "__frac", "__big") if k in leaf.columns
-    ]
-    joined = joined.select(
-        *[_c(col) for col in spec.leaf_columns], *codes, *[F.col(k) for k in kept], *flags
-    ).persist()
+    n = F.col("__n")
+    problems = n.isNull() | (n > COUNT_LIMIT)
+    if "__badc" in leaf.columns:
+        problems = problems | (F.col("__badc") > 0)
+    joined = joined.select(*codes, n, *flags, problems.alias("__problem")).persist()
     try:
-        checks = validation(spec.leaf_columns, count, inp)
         paths = _path_checks(spec)
         found = joined.agg(
-            *checks, *paths, F.count(F.lit(1)), F.sum(F.col("__n").cast("decimal(38,0)"))
+            F.sum(F.col("__problem").cast("long")), *paths, F.count(F.lit(1)), F.try_sum(n)
         ).first()
         assert found is not None
         values = [int(v or 0) for v in found]
-        refuse(values[: len(checks)], spec.leaf_columns, count, inp)
-        _refuse_paths(joined, spec, chains, inp, values[len(checks) : len(checks) + len(paths)])
+        if values[0] or any(values[1 : 1 + len(spec.chains)]):
+            exact.refuse()  # NULL or NaN leaves, bad counts, cells too large
+        _refuse_paths(spec, chains, inp, values[1 : 1 + len(paths)])
     except BaseException:
         joined.unpersist()
         raise
-    cells = joined.select(*codes, F.col("__n").cast("long").alias("n"))
-    return CellsTable(cells, values[-2], values[-1], joined)
+    total = COUNT_LIMIT + 1 if found[-1] is None else values[-1]  # NULL: beyond 64 bits
+    cells = joined.select(*codes, n.alias("n"))
+    return CellsTable(cells, values[-2], total, joined)
 
 
 def _ancestors_differ(c: int, chain: Sequence[str]) -> Column:
@@ -424,7 +486,6 @@ def _path_checks(spec: TreeSpec) -> list[Column]:
 
 
 def _refuse_paths(
-    joined: DataFrame,
     spec: TreeSpec,
     chains: Sequence[CodedChain],
     inp: SparkSource,
@@ -434,13 +495,17 @@ def _refuse_paths(
     domain gives its leaf: the numbers of :func:`_path_checks`; an offending value is looked up
     only on error (the input's rows compared value by value with the domain's path of their
     leaf; a flag the exact comparison does not confirm, a hash that tells apart values Spark
-    compares equal, refuses nothing)."""
+    compares equal, refuses nothing). The input's NULL and NaN leaves are refused before."""
     k = len(spec.chains)
     for c, chain in enumerate(spec.chains):
         if not found[c]:
             continue
-        leaf_code = F.col(depth_code(c, len(chain)))
-        missing = joined.where(leaf_code.isNull()).select(_c(chain[-1])).distinct()
+        dom = chains[c].codes.select(_c(chain[-1]).alias("__dom"))
+        missing = (
+            inp.df.select(_c(chain[-1]))
+            .distinct()
+            .join(chains[c].joinable(dom), _c(chain[-1]) == F.col("__dom"), "left_anti")
+        )
         n_values, value = missing.agg(F.count(F.lit(1)), F.min(_c(chain[-1]))).first() or (0, None)
         raise DomainError(
             f"{n_values} value(s) of {chain[-1]!r} in the input are not in the domain, e.g. "
