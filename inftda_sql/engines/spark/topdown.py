@@ -6,8 +6,10 @@ in the same files, each block of the level above wrote a *summary* of them: per 
 level, its children, parents and only children (parents with one child). A Spark job costs a
 fixed share of a second whatever its size, so a level takes at most three:
 
-1. the summary is collected (at most :data:`~inftda_sql.core.blocks.MAX_BUCKETS` small rows
-   per block; none for the first level in Spark, whose parents the driver holds) and every
+1. the summary is read (at most :data:`~inftda_sql.core.blocks.MAX_BUCKETS` small rows per
+   block): by the driver itself when the scratch folder is on its disk (local mode, a shared
+   disk: no job), else by one Spark job; none for the first level in Spark, whose parents the
+   driver holds. Every
    bucket gets its block on the driver (:func:`~inftda_sql.core.blocks.bucket_blocks`): the
    same blocks as DuckDB's; it also counts the survivors of the level above;
 2. the parents and the cells (the cells table's codes, summed per level key within each task)
@@ -28,7 +30,7 @@ fixed share of a second whatever its size, so a level takes at most three:
 
 With adaptive execution (Spark's default) steps 2 and 3 are two jobs (the shuffle's map stage,
 then the write), else one. The leaves (the last level, written without a summary) are counted
-in one more job per release.
+from their files' footers (by the driver, or in one Spark job per release).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -464,13 +468,7 @@ def _distributed(
         name = spec.level_name(level)
         if level > first_level:
             describe(spark, f"level {level} ({name}): parents per bucket")
-            table = (
-                spark.read.schema(schema)
-                .parquet(path)
-                .where(F.col("bucket").isNotNull())
-                .select(*_SUMMARY)
-                .toArrow()
-            )
+            table = _read_summary(spark, path, schema)
             summary = _Buckets.summed(*(_col(table, s) for s in _SUMMARY))
             assert pending is not None
             report(dataclasses.replace(pending, surviving_cells=summary.n_parents))
@@ -543,7 +541,7 @@ def _distributed(
             keys = after
     assert pending is not None
     describe(spark, "TopDown: the leaves counted")
-    report(dataclasses.replace(pending, surviving_cells=spark.read.parquet(path).count()))
+    report(dataclasses.replace(pending, surviving_cells=_count_rows(spark, path)))
     describe(spark, None)
     return path
 
@@ -562,6 +560,50 @@ def scratch_folder(spark: SparkSession, scratch: str | None) -> str:
     """A fresh folder for one release's intermediate files (under ``scratch`` or the warehouse)."""
     base = scratch or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
     return f"{base.rstrip('/')}/__inftda_{uuid.uuid4().hex[:12]}"
+
+
+def local_folder(spark: SparkSession, path: str) -> str | None:
+    """``path`` on the driver's own disk when Hadoop resolves it to the local file system
+    (``file:``; Spark's local mode, a shared disk), else None (HDFS, an object store)."""
+    jvm = spark.sparkContext._jvm
+    jsc = spark.sparkContext._jsc
+    if jvm is None or jsc is None:
+        return None
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    uri = hpath.getFileSystem(jsc.hadoopConfiguration()).makeQualified(hpath).toUri()
+    return str(uri.getPath()) if str(uri.getScheme()) == "file" else None
+
+
+def _read_summary(spark: SparkSession, path: str, schema: str) -> pa.Table:
+    """The summary rows of a level's output: read by the driver itself from a local folder
+    (no Spark job: the files Spark committed, ``_SUCCESS`` and checksums left aside), else
+    collected by one Spark job."""
+    local = local_folder(spark, path)
+    if local is not None:
+        found = ds.dataset(
+            local, format="parquet", schema=pa.schema([(c, pa.int64()) for c in _names(schema)])
+        )
+        return found.to_table(columns=list(_SUMMARY), filter=pc.field("bucket").is_valid())
+    return (
+        spark.read.schema(schema)
+        .parquet(path)
+        .where(F.col("bucket").isNotNull())
+        .select(*_SUMMARY)
+        .toArrow()
+    )
+
+
+def _count_rows(spark: SparkSession, path: str) -> int:
+    """The rows of a parquet folder, from its files' footers (on the driver when the folder is
+    local, else one Spark job)."""
+    local = local_folder(spark, path)
+    if local is not None:
+        return int(ds.dataset(local, format="parquet").count_rows())
+    return int(spark.read.parquet(path).count())
+
+
+def _names(schema: str) -> list[str]:
+    return [field.split()[0] for field in schema.split(",")]
 
 
 def remove_folder(spark: SparkSession, path: str) -> None:
