@@ -1,24 +1,36 @@
 """The TopDown pass on Spark: every level's noise and IntOpt run inside Spark's tasks.
 
 The surviving parents of a level live in a parquet file in the release's scratch folder (one
-row per parent: a code per chain and the released value), never on the driver. Per level:
+row per parent: a code per chain and the released value), never on the driver; beside them,
+in the same files, each block of the level above wrote a *summary* of them: per bucket of this
+level, its children, parents and only children (parents with one child). A Spark job costs a
+fixed share of a second whatever its size, so a level takes at most three:
 
-1. each parent's first child key, child count and bucket are computed in Spark SQL from the
-   public domain's code ranges (a broadcast join with ``parent -> (start, count)``);
-2. the children per bucket are summed with a ``GROUP BY`` and collected (at most
-   :data:`~inftda_sql.core.blocks.MAX_BUCKETS` small rows), and every bucket gets its block on
-   the driver (:func:`~inftda_sql.core.blocks.bucket_blocks`): the same blocks as DuckDB's;
-   this aggregate also counts the survivors of the level above;
-3. the level's true counts come from a Spark SQL ``GROUP BY`` of the cells table; each cell is
-   sent to its parent's block (key -> parent's first key -> bucket -> block, broadcast joins);
-4. parents and cells are co-grouped by block, in as many partitions as the level has blocks,
-   and ``applyInArrow`` runs the engine-free kernel
+1. the summary is read (at most :data:`~inftda_sql.core.blocks.MAX_BUCKETS` small rows per
+   block): by the driver itself when the scratch folder is on its disk (local mode, a shared
+   disk: no job), else by one Spark job; none for the first level in Spark, whose parents the
+   driver holds. Every
+   bucket gets its block on the driver (:func:`~inftda_sql.core.blocks.bucket_blocks`): the
+   same blocks as DuckDB's; it also counts the survivors of the level above;
+2. the parents and the cells (the cells table's codes, summed per level key within each task)
+   go to their blocks in ONE shuffle: each row finds its block in Python (key -> parent's first
+   key -> bucket -> block) from the public code ranges and the bucket -> block table, shipped in
+   the tasks' closure (no broadcast join, no job of its own); in as many partitions as the level
+   has blocks;
+3. ``applyInArrow`` runs the engine-free kernel per block
    (:class:`~inftda_sql.core.topdown.LevelJob`: children from the domain, true counts by binary
    search, noise, the mechanism's step, vectorised over the block) with the random source of
    the block: under a test seed the stream keyed by (seed, level, block), so a seeded release
-   is the same table as on DuckDB, whatever the partitioning; else the OS CSPRNG of the task;
-5. the survivors are written to the scratch folder: that file, written once, is the level's
-   release (noise is never drawn again for it, even if Spark recomputes something downstream).
+   is the same table as on DuckDB, whatever the partitioning; else the OS CSPRNG of the task.
+   Its survivors, and their summary for the next level, are written to the scratch folder in
+   one write: that file, written once by Spark's commit protocol (the attempt that commits a
+   block's survivors commits its summary), is the level's release; noise is never drawn again
+   for it, even if Spark recomputes something downstream, and the next level's blocks come
+   from what was written.
+
+With adaptive execution (Spark's default) steps 2 and 3 are two jobs (the shuffle's map stage,
+then the write), else one. The leaves (the last level, written without a summary) are counted
+from their files' footers (by the driver, or in one Spark job per release).
 """
 
 from __future__ import annotations
@@ -28,12 +40,14 @@ import math
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -42,7 +56,7 @@ from ... import _errors
 from ..._errors import InftdaError
 from ...core import topdown as _topdown
 from ...core.arrays import I64
-from ...core.blocks import bucket_blocks, bucket_width
+from ...core.blocks import bucket_blocks, bucket_width, first_child_keys
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ...core.topdown import LevelJob, Optimizer, noisy_root, pass_source
@@ -204,16 +218,216 @@ def run_topdown(
             level += 1
     if level > spec.n_levels:
         return TopDownResult(codes=tuple(codes), counts=values, levels=tuple(stats))
-    path = f"{scratch}/level_{level - 1}"
-    describe(spark, f"level {level - 1}: survivors written for the levels in Spark")
-    frame = pa.table({**{c: pa.array(codes[j]) for j, c in enumerate(_code_cols(k))},
-                      "v": pa.array(values)})  # fmt: skip
-    spark.createDataFrame(frame, schema=_schema([*_code_cols(k), "v"])).write.parquet(path)
     leaves = _distributed(
-        spark, spec, chains, cells, sigmas, level, path, int(values.size),
+        spark, spec, chains, cells, sigmas, level, (codes, values),
         source=source, step=step, scratch=scratch, report=report,
     )  # fmt: skip
-    return SparkLeaves(path=leaves, levels=tuple(sorted(stats, key=lambda s: s.level)), total=total)
+    levels = tuple(sorted(stats, key=lambda s: s.level))
+    if leaves is None:  # a level kept nothing: no leaves
+        empty = np.zeros(0, np.int64)
+        return TopDownResult(codes=tuple(empty for _ in range(k)), counts=empty, levels=levels)
+    return SparkLeaves(path=leaves, levels=levels, total=total)
+
+
+@dataclass(frozen=True)
+class _Buckets:
+    """A level's non-empty buckets (sorted) with the children, parents and only children
+    (parents with one child) of the surviving parents in each: all the driver needs to cut
+    the level into blocks and to count it."""
+
+    bucket: I64
+    children: I64
+    parents: I64
+    lone: I64
+
+    @classmethod
+    def summed(cls, bucket: I64, children: I64, parents: I64, lone: I64) -> _Buckets:
+        """Rows of ``(bucket, children, parents, lone)`` summed per bucket."""
+        if bucket.size == 0:
+            empty = np.zeros(0, np.int64)
+            return cls(empty, empty, empty, empty)
+        order = np.argsort(bucket, kind="stable")
+        b = bucket[order]
+        starts = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
+        return cls(
+            b[starts],
+            *(
+                np.add.reduceat(np.asarray(x, np.int64)[order], starts)
+                for x in (children, parents, lone)
+            ),
+        )
+
+    @property
+    def n_parents(self) -> int:
+        return int(self.parents.sum())
+
+    @property
+    def noised(self) -> int:
+        """Children that draw noise: an only child is its parent's value."""
+        return int(self.children.sum() - self.lone.sum())
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """How a level's parents find their children: the refined ``chain``, the code ranges of
+    its children (``offsets``), the level's key strides and bucket ``width``."""
+
+    chain: int
+    offsets: I64
+    strides: tuple[int, ...]
+    width: int
+
+    def parents(self, codes: Sequence[I64]) -> tuple[I64, I64, I64]:
+        """First child code, child count and first child key of every parent."""
+        code = codes[self.chain]
+        start = np.asarray(self.offsets[code], np.int64)
+        cnt = np.asarray(self.offsets[code + 1], np.int64) - start
+        return start, cnt, first_child_keys(codes, self.chain, start, self.strides)
+
+    def buckets(self, codes: Sequence[I64]) -> _Buckets:
+        """The per-bucket summary of the parents ``codes``."""
+        _, cnt, first = self.parents(codes)
+        ones = np.ones(cnt.size, np.int64)
+        return _Buckets.summed(first // self.width, cnt, ones, (cnt == 1).astype(np.int64))
+
+
+def _level_keys(spec: TreeSpec, chains: Sequence[ChainTree], level: int) -> _Keys:
+    sizes = [ch.sizes for ch in chains]
+    c = spec.refined_chain(level)
+    n_cells = math.prod(s[d] for s, d in zip(sizes, spec.levels[level], strict=True))
+    return _Keys(
+        c,
+        np.asarray(chains[c].child_offsets[spec.levels[level][c]], np.int64),
+        key_strides(spec, level, sizes),
+        bucket_width(n_cells),
+    )
+
+
+def _col(table: pa.Table | pa.RecordBatch, name: str) -> I64:
+    out: I64 = table.column(name).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return out
+
+
+def _sum_by_key(key: I64, n: I64, block: I64) -> tuple[I64, I64, I64]:
+    """Cells summed per key (a key's block is the same on every row)."""
+    if key.size == 0:
+        return key, n, block
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    return k[starts], np.add.reduceat(n[order], starts), block[order][starts]
+
+
+def _rows(k: int, block: I64, kind: int, codes: Sequence[I64], v: I64) -> pa.RecordBatch:
+    """Rows of the level's one shuffle: ``block, kind, c0.., v`` (kind 0: a parent with its
+    codes and value; kind 1: a cell, its key in ``c0`` and its true count in ``v``)."""
+    zero = np.zeros(block.size, np.int64)
+    codes = [*codes, *([zero] * (k - len(codes)))]
+    arrays = [block, np.full(block.size, kind, np.int64), *codes, v]
+    names = ["block", "kind", *_code_cols(k), "v"]
+    return pa.RecordBatch.from_arrays([pa.array(a, pa.int64()) for a in arrays], names=names)
+
+
+def _block_of(bucket: I64, buckets: I64, blocks: I64) -> tuple[I64, I64]:
+    """Block of every bucket of ``bucket`` found among the level's ``buckets``, and where."""
+    at = np.searchsorted(buckets, bucket)
+    found = np.flatnonzero(at < buckets.size)
+    found = found[buckets[at[found]] == bucket[found]]
+    return blocks[at[found]], found
+
+
+def _parent_rows(
+    k: int, keys: _Keys, buckets: I64, blocks: I64
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The surviving parents (``c0.., v``) with their block."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            codes = [_col(batch, c) for c in _code_cols(k)]
+            _, _, first = keys.parents(codes)
+            # every parent's bucket is in the summary (made from these parents): all found
+            block, at = _block_of(first // keys.width, buckets, blocks)
+            yield _rows(k, block, 0, [c[at] for c in codes], _col(batch, "v")[at])
+
+    return run
+
+
+#: cells buffered by a task before it sums them per key and sends them on
+_CELLS_BUFFER = 1 << 20
+
+
+def _cell_rows(
+    k: int, keys: _Keys, buckets: I64, blocks: I64
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The cells (``key, code, p, n``: the refined chain's code and its parent's) of the
+    surviving parents' buckets with their block, summed per key within the task."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        held: list[tuple[I64, I64, I64]] = []
+        rows = 0
+        for batch in batches:
+            key, n = _col(batch, "key"), _col(batch, "n")
+            first = key - _col(batch, "code") + keys.offsets[_col(batch, "p")]
+            block, at = _block_of(first // keys.width, buckets, blocks)
+            held.append(_sum_by_key(key[at], n[at], block))
+            rows += held[-1][0].size
+            if rows >= _CELLS_BUFFER:
+                yield _flush(k, held)
+                held, rows = [], 0
+        if held:
+            yield _flush(k, held)
+
+    return run
+
+
+def _flush(k: int, held: list[tuple[I64, I64, I64]]) -> pa.RecordBatch:
+    key, n, block = (np.concatenate([h[j] for h in held]) for j in range(3))
+    key, n, block = _sum_by_key(key, n, block)
+    return _rows(k, block, 1, [key], n)
+
+
+def _block_task(
+    run: Callable[[pa.Table, pa.Table], pa.Table], k: int, keys: _Keys, after: _Keys | None
+) -> Callable[[pa.Table], pa.Table]:
+    """One block's group of the shuffle -> its survivors (``run``: :func:`_kernel`) and, when
+    a level follows (``after``), one summary row per bucket of that level they fall in."""
+    cols = _code_cols(k)
+
+    def task(group: pa.Table) -> pa.Table:
+        kind = _col(group, "kind")
+        par, cel = np.flatnonzero(kind == 0), np.flatnonzero(kind == 1)
+        codes = [_col(group, c)[par] for c in cols]
+        start, cnt, first = keys.parents(codes)
+        parents = pa.table(
+            {
+                **dict(zip(cols, codes, strict=True)),
+                "v": _col(group, "v")[par],
+                "start": start,
+                "cnt": cnt,
+                "first": first,
+                "block": _col(group, "block")[par],
+            }
+        )
+        key, n, _ = _sum_by_key(_col(group, "c0")[cel], _col(group, "v")[cel], cel)  # any block
+        out = run(parents, pa.table({"key": key, "n": n}))
+        if after is None:
+            return out
+        survivors = [_col(out, c) for c in cols]
+        summary = after.buckets(survivors)
+        none = pa.nulls(out.num_rows, pa.int64())
+        size = summary.bucket.size
+        rows = {
+            **{c: pa.concat_arrays([pa.array(x, pa.int64()), pa.nulls(size, pa.int64())])
+               for c, x in zip([*cols, "v"], [*survivors, _col(out, "v")], strict=True)},
+            **{name: pa.concat_arrays([none, pa.array(getattr(summary, name), pa.int64())])
+               for name in _SUMMARY},
+        }  # fmt: skip
+        return pa.table(rows)
+
+    return task
+
+
+_SUMMARY = ("bucket", "children", "parents", "lone")
 
 
 def _distributed(
@@ -223,122 +437,117 @@ def _distributed(
     cells: DataFrame,
     sigmas: Sequence[float],
     first_level: int,
-    path: str,
-    n_parents: int,
+    held: tuple[list[I64], I64],
     *,
     source: RandomSource,
     step: Optimizer,
     scratch: str,
     report: Callable[[LevelStats], None],
-) -> str:
-    """Levels ``first_level ..`` in Spark's tasks, from the parents in parquet at ``path``;
-    returns the folder of the released leaves."""
+) -> str | None:
+    """Levels ``first_level ..`` in Spark's tasks, from the surviving parents ``held`` on the
+    driver (codes per chain, values); returns the folder of the released leaves (None when a
+    level keeps nothing).
+
+    At most three Spark jobs a level: (1) the summary of the level's buckets, written by the
+    level above beside its survivors, is collected (none for the first level: the driver
+    holds its parents); (2) parents and cells go to their blocks in one shuffle; (3) the
+    blocks are noised and post-processed and their survivors written, with the summary of the
+    next level's buckets. The lookups (code ranges, bucket -> block) travel in the tasks'
+    closures, not as broadcast joins."""
     k = len(spec.chains)
     cols = _code_cols(k)
-    sizes = [ch.sizes for ch in chains]
     block_children = _topdown.CHUNK_CHILDREN  # read now: tests shrink it
+    schema = _schema([*cols, "v", *_SUMMARY])
+    path = ""
     pending: LevelStats | None = None  # a level's statistics, until its survivors are counted
+    keys = _level_keys(spec, chains, first_level)
+    summary = keys.buckets(held[0])
     for level in range(first_level, spec.n_levels + 1):
         t0 = time.perf_counter()
         sigma = float(sigmas[level])
         name = spec.level_name(level)
-        if n_parents == 0:
-            if pending is not None:  # it had no parents, so no survivors
-                report(dataclasses.replace(pending, surviving_cells=0))
-                pending = None
-            report(LevelStats(level, name, 0, 0, 0, sigma, 0.0))
-            continue
-        c = spec.refined_chain(level)
-        depth = spec.levels[level][c]
-        strides = key_strides(spec, level, sizes)
-        n_cells = math.prod(s[d] for s, d in zip(sizes, spec.levels[level], strict=True))
-        width = bucket_width(n_cells)
-        offsets = chains[c].child_offsets[depth]
-        first = F.col("start")
-        for j in range(k):
-            if j != c:
-                first = first + F.col(f"c{j}") * F.lit(int(strides[j]))
-        parents = (
-            spark.read.parquet(path)
-            .join(F.broadcast(_ranges(spark, offsets)), F.col(f"c{c}") == F.col("parent"))
-            .select(*cols, "v", "start", "cnt", first.alias("first"))
-            .withColumn("bucket", F.floor(F.col("first") / F.lit(width)).cast("long"))
-        )
-        describe(spark, f"level {level} ({name}): children per bucket")
-        totals = (
-            parents.groupBy("bucket")
-            .agg(
-                F.sum("cnt").alias("children"),
-                F.count(F.lit(1)).alias("parents"),
-                # an only child is its parent's value: no noise drawn, no true count read
-                F.sum(F.when(F.col("cnt") > 1, F.col("cnt")).otherwise(0)).alias("noised"),
+        if level > first_level:
+            describe(spark, f"level {level} ({name}): parents per bucket")
+            table = _read_summary(spark, path, schema)
+            summary = _Buckets.summed(*(_col(table, s) for s in _SUMMARY))
+            assert pending is not None
+            report(dataclasses.replace(pending, surviving_cells=summary.n_parents))
+        if summary.n_parents == 0:
+            for empty in range(level, spec.n_levels + 1):
+                report(
+                    LevelStats(empty, spec.level_name(empty), 0, 0, 0, float(sigmas[empty]), 0.0)
+                )
+            describe(spark, None)
+            return None
+        blocks = bucket_blocks(summary.children, block_children)
+        last = level == spec.n_levels
+        after = None if last else _level_keys(spec, chains, level + 1)
+        if level == first_level:
+            codes, values = held
+            _, _, first = keys.parents(codes)
+            block, at = _block_of(first // keys.width, summary.bucket, blocks)
+            batch = _rows(k, block, 0, [c[at] for c in codes], values[at])
+            parents = spark.createDataFrame(pa.Table.from_batches([batch]), schema=_rows_schema(k))
+        else:
+            parents = (
+                spark.read.schema(schema)
+                .parquet(path)
+                .where(F.col("bucket").isNull())
+                .select(*cols, "v")
+                .mapInArrow(_parent_rows(k, keys, summary.bucket, blocks), _rows_schema(k))
             )
-            .toArrow()
-            .sort_by("bucket")
-        )
-        buckets = totals.column("bucket").to_numpy().astype(np.int64)
-        children = totals.column("children").to_numpy().astype(np.int64)
-        n_parents, noised = int(pc_sum(totals, "parents")), int(pc_sum(totals, "noised"))
-        if pending is not None:  # the survivors of the level above are this level's parents
-            report(dataclasses.replace(pending, surviving_cells=n_parents))
-        block_ids = bucket_blocks(children, block_children)
-        ids = pa.table({"bucket": pa.array(buckets), "block": pa.array(block_ids)})
+        rows = parents
+        if summary.noised:  # else the level reads no true count: every child is an only child
+            c, depth = keys.chain, spec.levels[level][keys.chain]
+            rows = rows.unionByName(
+                cells.where(F.col("n") > 0)
+                .select(
+                    level_key(spec, level, keys.strides).alias("key"),
+                    F.col(_depth_code(c, depth)).cast("long").alias("code"),
+                    (
+                        F.col(_depth_code(c, depth - 1)).cast("long")
+                        if depth > 1
+                        else F.lit(0).cast("long")
+                    ).alias("p"),
+                    F.col("n").cast("long").alias("n"),
+                )
+                .mapInArrow(_cell_rows(k, keys, summary.bucket, blocks), _rows_schema(k))
+            )
         # one partition per block (on average: placed by hash), so a task holds about
-        # block_children children and a level runs as many tasks as it has blocks; an explicit
-        # count keeps adaptive execution from coalescing blocks (their inputs are small: the
-        # children are made in the task) into a few long tasks
-        n_blocks = max(1, int(np.unique(block_ids).size))
-
-        def block_of(ids: pa.Table = ids) -> DataFrame:
-            # one per side of the co-group (no ambiguous self-join)
-            return spark.createDataFrame(ids, schema="bucket long, block long")
-
-        code, parent = _depth_code(c, depth), _depth_code(c, depth - 1)
-        # a level its parents determine (every child an only child) reads no true count
-        level_cells = (
-            cells.where(F.col("n") > 0 if noised else F.lit(False))
-            .groupBy(
-                level_key(spec, level, strides).alias("key"),
-                F.col(code).cast("long").alias("code"),
-                (F.col(parent).cast("long") if depth > 1 else F.lit(0).cast("long")).alias("p"),
-            )
-            .agg(F.sum("n").cast("long").alias("n"))
-            .join(F.broadcast(_ranges(spark, offsets)), F.col("p") == F.col("parent"))
-            .withColumn(
-                "bucket",
-                F.floor((F.col("key") - F.col("code") + F.col("start")) / F.lit(width)).cast(
-                    "long"
-                ),
-            )
-            .join(F.broadcast(block_of()), "bucket")
-            .select("block", "key", "n")
-        )
+        # block_children children; an explicit count keeps adaptive execution from coalescing
+        # blocks (their inputs are small: the children are made in the task)
+        n_blocks = max(1, int(np.unique(blocks).size))
+        run = _kernel(level, keys.chain, k, keys.strides, sigma, step, source)
         out = (
-            parents.join(F.broadcast(block_of()), "bucket")
-            .select(*cols, "v", "first", "start", "cnt", "block")
-            .repartition(n_blocks, "block")
+            rows.repartition(n_blocks, "block")
             .groupBy("block")
-            .cogroup(level_cells.repartition(n_blocks, "block").groupBy("block"))
-            .applyInArrow(_kernel(level, c, k, strides, sigma, step, source), _schema([*cols, "v"]))
+            .applyInArrow(
+                _block_task(run, k, keys, after), _schema([*cols, "v"]) if last else schema
+            )
         )
         path = f"{scratch}/level_{level}"
-        describe(spark, f"level {level} ({name}): noise and step per block, survivors written")
+        describe(
+            spark,
+            f"level {level} ({name}): blocks to their tasks, noise and step, survivors written",
+        )
         try:
             out.write.parquet(path)
         except PySparkException as exc:
             raise_task_error(exc)
             raise
-        pending = LevelStats(level, name, n_parents, noised, -1, sigma, time.perf_counter() - t0)
-    if pending is not None:
-        describe(spark, f"level {pending.level} ({pending.name}): survivors counted")
-        report(dataclasses.replace(pending, surviving_cells=spark.read.parquet(path).count()))
+        pending = LevelStats(level, name, summary.n_parents, summary.noised, -1, sigma,
+                             time.perf_counter() - t0)  # fmt: skip
+        if after is not None:
+            keys = after
+    assert pending is not None
+    describe(spark, "TopDown: the leaves counted")
+    report(dataclasses.replace(pending, surviving_cells=_count_rows(spark, path)))
     describe(spark, None)
     return path
 
 
-def pc_sum(table: pa.Table, column: str) -> int:
-    """The sum of an integer column of an Arrow table."""
-    return int(table.column(column).to_numpy().sum()) if table.num_rows else 0
+def _rows_schema(k: int) -> str:
+    return _schema(["block", "kind", *_code_cols(k), "v"])
 
 
 def _depth_code(chain: int, depth: int) -> str:
@@ -347,23 +556,54 @@ def _depth_code(chain: int, depth: int) -> str:
     return depth_code(chain, depth)
 
 
-def _ranges(spark: SparkSession, offsets: I64) -> DataFrame:
-    """The children of every node of the depth above: ``parent -> (start, cnt)`` codes."""
-    starts = np.asarray(offsets[:-1], np.int64)
-    table = pa.table(
-        {
-            "parent": pa.array(np.arange(starts.size, dtype=np.int64)),
-            "start": pa.array(starts),
-            "cnt": pa.array(np.diff(offsets).astype(np.int64)),
-        }
-    )
-    return spark.createDataFrame(table, schema="parent long, start long, cnt long")
-
-
 def scratch_folder(spark: SparkSession, scratch: str | None) -> str:
     """A fresh folder for one release's intermediate files (under ``scratch`` or the warehouse)."""
     base = scratch or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
     return f"{base.rstrip('/')}/__inftda_{uuid.uuid4().hex[:12]}"
+
+
+def local_folder(spark: SparkSession, path: str) -> str | None:
+    """``path`` on the driver's own disk when Hadoop resolves it to the local file system
+    (``file:``; Spark's local mode, a shared disk), else None (HDFS, an object store)."""
+    jvm = spark.sparkContext._jvm
+    jsc = spark.sparkContext._jsc
+    if jvm is None or jsc is None:
+        return None
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    uri = hpath.getFileSystem(jsc.hadoopConfiguration()).makeQualified(hpath).toUri()
+    return str(uri.getPath()) if str(uri.getScheme()) == "file" else None
+
+
+def _read_summary(spark: SparkSession, path: str, schema: str) -> pa.Table:
+    """The summary rows of a level's output: read by the driver itself from a local folder
+    (no Spark job: the files Spark committed, ``_SUCCESS`` and checksums left aside), else
+    collected by one Spark job."""
+    local = local_folder(spark, path)
+    if local is not None:
+        found = ds.dataset(
+            local, format="parquet", schema=pa.schema([(c, pa.int64()) for c in _names(schema)])
+        )
+        return found.to_table(columns=list(_SUMMARY), filter=pc.field("bucket").is_valid())
+    return (
+        spark.read.schema(schema)
+        .parquet(path)
+        .where(F.col("bucket").isNotNull())
+        .select(*_SUMMARY)
+        .toArrow()
+    )
+
+
+def _count_rows(spark: SparkSession, path: str) -> int:
+    """The rows of a parquet folder, from its files' footers (on the driver when the folder is
+    local, else one Spark job)."""
+    local = local_folder(spark, path)
+    if local is not None:
+        return int(ds.dataset(local, format="parquet").count_rows())
+    return int(spark.read.parquet(path).count())
+
+
+def _names(schema: str) -> list[str]:
+    return [field.split()[0] for field in schema.split(",")]
 
 
 def remove_folder(spark: SparkSession, path: str) -> None:
