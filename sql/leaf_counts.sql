@@ -1,11 +1,10 @@
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE $leaf AS

@@ -5,7 +5,7 @@
 -- whether the cell's ancestors hash to those the domain gives its leaf (a cell split by its
 -- ancestors is several rows: every one of them is ok only if they all carry the domain's).
 SELECT c0.__d2 AS "__leaf0", c1.__d2 AS "__leaf1", l.__n::BIGINT AS n,
-       (l.__h = hash(hash(c0."o_reg"), hash(c1."d_reg"))) AS path_ok
+       (l.__h = hash(c0."o_reg", c1."d_reg")) AS path_ok
 FROM "__inftda_g_leaf" AS l
 LEFT JOIN "__inftda_g_codes_0" AS c0 ON c0."o_mun" = l."o_mun"
 LEFT JOIN "__inftda_g_codes_1" AS c1 ON c1."d_mun" = l."d_mun";

@@ -1,12 +1,11 @@
 -- leaf_counts(NAMES, SPEC, ...): microdata, ancestors not checked
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
@@ -22,127 +21,121 @@ GROUP BY "o_mun", "d_mun";
 -- leaf_counts(NAMES, SPEC, ...): microdata
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash("o_reg"), hash("d_reg")) AS __h,
+       hash("o_reg", "d_reg") AS __h,
        count(*)::BIGINT AS __n,
        0 AS __nulls,
        0 AS __neg,
        0 AS __frac,
        0 AS __big
 FROM "trips"
-GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg"));
+GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 
 -- leaf_counts(NAMES, SPEC, ...): integer count column n
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash("o_reg"), hash("d_reg")) AS __h,
+       hash("o_reg", "d_reg") AS __h,
        sum("n") AS __n,
        count(*) FILTER ("n" IS NULL) AS __nulls,
        count(*) FILTER ("n" < 0) AS __neg,
        0 AS __frac,
        0 AS __big
 FROM "trips"
-GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg"));
+GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 
 -- leaf_counts(NAMES, SPEC, ...): fractional count column w
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash("o_reg"), hash("d_reg")) AS __h,
+       hash("o_reg", "d_reg") AS __h,
        sum("w"::DOUBLE) AS __n,
        count(*) FILTER ("w" IS NULL) AS __nulls,
        count(*) FILTER ("w" < 0) AS __neg,
        count(*) FILTER (NOT (isfinite("w") AND "w" = trunc("w"))) AS __frac,
        0 AS __big
 FROM "trips"
-GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg"));
+GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 
 -- leaf_counts(NAMES, SPEC, ...): a 128-bit count column n (wide)
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash("o_reg"), hash("d_reg")) AS __h,
+       hash("o_reg", "d_reg") AS __h,
        sum(TRY_CAST("n" AS BIGINT)) AS __n,
        count(*) FILTER ("n" IS NULL) AS __nulls,
        count(*) FILTER ("n" < 0) AS __neg,
        0 AS __frac,
        count(*) FILTER ("n" IS NOT NULL AND TRY_CAST("n" AS BIGINT) IS NULL) AS __big
 FROM "trips"
-GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg"));
+GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 
 -- leaf_counts(NAMES, SPEC, ...): an ENUM ancestor
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash(CAST("o_reg" AS VARCHAR)), hash("d_reg")) AS __h,
+       hash(CAST("o_reg" AS VARCHAR), "d_reg") AS __h,
        count(*)::BIGINT AS __n,
        0 AS __nulls,
        0 AS __neg,
        0 AS __frac,
        0 AS __big
 FROM "trips_enum"
-GROUP BY "o_mun", "d_mun", hash(hash(CAST("o_reg" AS VARCHAR)), hash("d_reg"));
+GROUP BY "o_mun", "d_mun", hash(CAST("o_reg" AS VARCHAR), "d_reg");
 
 -- leaf_counts(NAMES, SPEC, ...): bound_units() input
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash("o_reg"), hash("d_reg")) AS __h,
+       hash("o_reg", "d_reg") AS __h,
        (count(*) FILTER (WHERE __keep))::BIGINT AS __n,
        0 AS __nulls,
        0 AS __neg,
@@ -163,4 +156,4 @@ FROM (
            END AS __k
     FROM "trips"
 ) AS ranked)
-GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg"));
+GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");

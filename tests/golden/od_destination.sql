@@ -16,24 +16,23 @@ ORDER BY ALL;
 
 -- The one scan of the private input, grouped by the leaf column of every chain (in a nested
 -- domain the leaf determines its ancestors). When the release checks the input's ancestor
--- columns against the domain, one hash of them per row is a grouping key too (with several
--- chains, the hash of each chain's hash, so that the domain's is computed from each leaf's): a
--- leaf cell whose rows all carry the same ancestors stays one group, and the next step
--- compares its hash with the domain's; a cell whose rows disagree splits into several groups,
--- all of which but one, at most, differ from the domain's. A key costs DuckDB's hash table less than aggregates of the hash would
--- (min and max per cell). The count checks keep how many rows are wrong per cell
+-- columns against the domain, one hash of them per row is a grouping key too: a leaf cell
+-- whose rows all carry the same ancestors stays one group, and the next step compares its hash
+-- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
+-- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
+-- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
 -- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
 -- rows, not a private count.
 CREATE TEMP TABLE "__inftda_t_leaf" AS
 SELECT "o_mun", "d_mun",
-       hash(hash("o_reg"), hash("d_reg", "d_prov")) AS __h,
+       hash("o_reg", "d_reg", "d_prov") AS __h,
        sum("n") AS __n,
        count(*) FILTER ("n" IS NULL) AS __nulls,
        count(*) FILTER ("n" < 0) AS __neg,
        0 AS __frac,
        0 AS __big
 FROM "od"
-GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg", "d_prov"));
+GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg", "d_prov");
 
 -- The leaf cells with the public domain's leaf code of every chain instead of their values (a
 -- leaf value the domain does not list gets no code: NULL), fetched once; every level's counts
@@ -41,7 +40,7 @@ GROUP BY "o_mun", "d_mun", hash(hash("o_reg"), hash("d_reg", "d_prov"));
 -- whether the cell's ancestors hash to those the domain gives its leaf (a cell split by its
 -- ancestors is several rows: every one of them is ok only if they all carry the domain's).
 SELECT c0.__d2 AS "__leaf0", c1.__d3 AS "__leaf1", l.__n::BIGINT AS n,
-       (l.__h = hash(hash(c0."o_reg"), hash(c1."d_reg", c1."d_prov"))) AS path_ok
+       (l.__h = hash(c0."o_reg", c1."d_reg", c1."d_prov")) AS path_ok
 FROM "__inftda_t_leaf" AS l
 LEFT JOIN "__inftda_t_codes_0" AS c0 ON c0."o_mun" = l."o_mun"
 LEFT JOIN "__inftda_t_codes_1" AS c1 ON c1."d_mun" = l."d_mun";

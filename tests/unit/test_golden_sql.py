@@ -329,38 +329,6 @@ def test_golden_leaf_values(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     ]
 
 
-def test_golden_domain_path_hashes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    origin = _compile.domain_path_hashes(f'"{NAMES.codes(0)}"', ["o_reg"], 2)
-    golden("domain_path_hashes.sql", _text(("domain_path_hashes(<codes 0>, ['o_reg'], 2)", origin)))
-    destination = _compile.domain_path_hashes(f'"{NAMES.codes(1)}"', ["d_reg"], 2)
-    # leaf code -> the hash of its region, from the domain: a1, a2, b1 and x1, x2, y1
-    expected = [dict(_rows(world, sql)) for sql in (origin, destination)]
-    assert [sorted(e) for e in expected] == [[0, 1, 2], [0, 1, 2]]
-    _run(world, _compile.leaf_counts(NAMES, SPEC, '"trips"', None, True, check=ANCESTORS))
-    cells = sorted(_rows(world, _compile.leaf_codes(NAMES, SPEC)))  # in leaf value order
-    hashes = _rows(world, f"SELECT __h FROM {LEAF} ORDER BY o_mun, d_mun")
-    # a cell's path hash is the hash of its leaves' domain hashes: found without a join
-    for (o, d, _), (h,) in zip(cells, hashes, strict=True):
-        pair = _rows(world, "SELECT hash($e0::UBIGINT, $e1::UBIGINT)", {
-            "e0": expected[0][o], "e1": expected[1][d]
-        })  # fmt: skip
-        assert pair == [(h,)]
-
-
-def test_golden_path_mismatches(con: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    two, one = _compile.path_mismatches('"cells"', 2), _compile.path_mismatches('"cells"', 1)
-    golden(
-        "path_mismatches.sql",
-        _text(("path_mismatches('\"cells\"', 2)", two), ("path_mismatches('\"cells\"', 1)", one)),
-    )
-    con.execute(
-        "CREATE TABLE cells AS SELECT i, hash(i::UBIGINT, 7::UBIGINT) + (i = 2)::UBIGINT AS h, "
-        "i::UBIGINT AS e0, 7::UBIGINT AS e1 FROM range(4) t(i)"
-    ).fetchall()
-    assert _rows(con, two) == [(2,)]  # the one cell whose hash is not that of e0, e1
-    assert len(_rows(con, one)) == 4  # h is not e0 anywhere
-
-
 # ----------------------------------------------------------------------------- the checks
 
 

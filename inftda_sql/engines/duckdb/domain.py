@@ -3,14 +3,13 @@
 The domain is read as the input's types (``sql/domain_paths.sql``), fetched as Arrow, checked
 (no NULL, no NaN, nested) and coded by :func:`~inftda_sql.core.tree.code_paths` (engine-free);
 with a code column per depth added it is registered back as the chain's code table, which the
-scan joins the input's leaves to (or, for integer leaves increasing in code order and for
-string leaves, codes them without a join: :attr:`CodedChain.leaf_index`). A domain that is read
-already sorted (most geography tables are stored in code order) is not sorted again, nor keyed,
-nor cached: coding sorted paths costs less than reading a stored coding back. A large domain
-stored out of order has its coded paths kept in the database (:mod:`.cache`) under a key of its
-contents, so the next release reads them back instead of sorting and coding again. The SQL
-query that names an offending value runs only when the domain is not nested. Nothing here reads
-the private data.
+scan joins the input's leaves to (or, for integer leaves increasing in code order, codes them
+without a join: :attr:`CodedChain.leaf_index`). A domain that is read already sorted (most
+geography tables are stored in code order) is not sorted again, nor keyed, nor cached: coding
+sorted paths costs less than reading a stored coding back. A large domain stored out of order
+has its coded paths kept in the database (:mod:`.cache`) under a key of its contents, so the
+next release reads them back instead of sorting and coding again. The SQL query that names an
+offending value runs only when the domain is not nested. Nothing here reads the private data.
 
 A domain whose columns are named otherwise than the chain's (one geography ``region, lad,
 msoa`` for the chains ``o_region, o_lad, o_msoa`` and ``d_region, d_lad, d_msoa``) is read
@@ -30,7 +29,7 @@ import pyarrow as pa
 
 from ..._errors import DomainError, Part
 from ...core.domains import match_columns
-from ...core.leaf_index import LeafIndex, StringLeafIndex, leaf_coder
+from ...core.leaf_index import LeafIndex
 from ...core.tree import ChainTree, code_paths, paths_sorted
 from ..checks import check_domain_paths, empty_domain, reversal_hint
 from . import cache as _cache
@@ -90,11 +89,10 @@ class CodedChain:
         return self.content()
 
     @functools.cached_property
-    def leaf_index(self) -> LeafIndex | StringLeafIndex | None:
+    def leaf_index(self) -> LeafIndex | None:
         """The leaves' codes as a function of their values, when they are integers increasing
-        in code order or strings (the scan then codes its cells without joining the code
-        table)."""
-        return leaf_coder(self.paths.column(self.tree_depth - 1))
+        in code order (the scan then codes its cells without joining the code table)."""
+        return LeafIndex.of(self.paths.column(self.tree_depth - 1))
 
     @property
     def tree_depth(self) -> int:

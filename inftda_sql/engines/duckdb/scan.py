@@ -17,20 +17,18 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from ..._errors import Arg, DomainError, InputDataError, InternalError, SpecError
 from ...core.arrays import I64
 from ...core.cells import exact_sum
-from ...core.leaf_index import LeafCoder
+from ...core.leaf_index import LeafIndex
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
 from ..checks import COUNT_LIMIT, too_large
 from . import compile as _compile
 from .catalog import Source, check_scalar_type, is_wide_number, join_type
-from .compile.release import checked_chains
 from .sql import arrow, ident, rows, run, scalar
 
 __all__ = ["COUNT_LIMIT", "LeafScan", "check_counts", "check_unit", "scan"]
@@ -62,7 +60,7 @@ def scan(
     source: RandomSource,
     check: Sequence[str] = (),
     codes: Sequence[str] | None = None,
-    leaf_index: Sequence[LeafCoder | None] = (),
+    leaf_index: Sequence[LeafIndex | None] = (),
 ) -> LeafScan:
     """Scan the input into the leaf table ``names.leaf`` (one row per leaf cell the input has a
     row in, with its count: 0 where every record was dropped by the contribution bound or
@@ -99,7 +97,7 @@ def scan(
     run(con, leaf_sql, params)
     if count is not None:  # the counts are checked before anything converts them
         _validate_input(con, names, spec, count, inp)
-    cells = _coded_cells(con, names, spec, leaf_index, enums, check, codes)
+    cells = None if check else _coded_cells(con, names, spec, leaf_index, enums)
     if cells is None:
         cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
     if count is None and any(
@@ -137,85 +135,33 @@ def _coded_cells(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
     spec: TreeSpec,
-    leaf_index: Sequence[LeafCoder | None],
+    leaf_index: Sequence[LeafIndex | None],
     enums: frozenset[str],
-    check: Sequence[str] = (),
-    codes: Sequence[str] | None = None,
 ) -> pa.Table | None:
-    """The leaf cells as :func:`_compile.leaf_codes` fetches them (a leaf code per chain, ``n``
-    and with ``check`` ``path_ok``), coded here from their fetched leaf values instead of a
-    join to the code tables: when every chain's leaves can be (``leaf_index``: integers
-    increasing in code order, or strings), which is a property of the PUBLIC domain only.
-    A value with no code (NULL, or missing from the domain) is NULL, as the join leaves it (the
-    caller names it); ``path_ok`` compares the cell's path hash with the domain's, computed from
-    each checked chain's hash of its leaf's ancestors (:func:`_compile.domain_path_hashes`), as
-    the join does (a cell with no code fails it). None when the leaves cannot be coded here
-    (the caller joins).
-    """
+    """The leaf cells as :func:`_compile.leaf_codes` fetches them (a leaf code per chain, NULL
+    where the domain does not list the value, and ``n``), coded here from their fetched leaf
+    values instead of a join to the code tables: when every chain's leaves are integers
+    increasing in code order (``leaf_index``), which is a property of the PUBLIC domain only.
+    None when they are not (the caller joins)."""
     if len(leaf_index) != len(spec.chains) or any(index is None for index in leaf_index):
         return None
     if any(col.lower() in {e.lower() for e in enums} for col in spec.leaf_columns):
         return None
-    cells = arrow(con, _compile.leaf_values(names, spec, check))
+    cells = arrow(con, _compile.leaf_values(names, spec))
     columns: dict[str, pa.Array] = {}
-    leaf_codes: list[I64] = []
-    coded = np.ones(cells.num_rows, dtype=np.bool_)
     for c, index in enumerate(leaf_index):
-        values = cells.column(c)
+        values = cells.column(c).combine_chunks()
         if index is None or not index.accepts(values.type):
             return None
-        code, missing = index.code(values)
-        leaf_codes.append(code)
-        coded &= ~missing
+        nulls = values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
+        if nulls is not None:
+            values = values.fill_null(pa.scalar(0, values.type))
+        code, missing = index.codes(values.to_numpy(zero_copy_only=False))
+        if nulls is not None:
+            missing |= nulls
         columns[_compile.leaf_code(c)] = pa.array(code, mask=missing if missing.any() else None)
     columns["n"] = cells.column("n")
-    if check:
-        tables = codes or [ident(names.codes(c)) for c in range(len(spec.chains))]
-        expected = [
-            _domain_hashes(con, tables[c], cols, len(spec.chains[c]))[leaf_codes[c]]
-            for c, cols in checked_chains(spec, check)
-        ]
-        found = cells.column("__h").to_numpy()
-        ok = coded
-        if len(expected) == 1:
-            ok &= found == expected[0]
-        else:
-            ok &= _path_matches(con, names, found, expected)
-        columns["path_ok"] = pa.array(ok)
     return pa.table(columns)
-
-
-def _path_matches(
-    con: duckdb.DuckDBPyConnection,
-    names: _compile.TempNames,
-    found: npt.NDArray[np.uint64],
-    expected: Sequence[npt.NDArray[np.uint64]],
-) -> npt.NDArray[np.bool_]:
-    """Whether each cell's path hash is the hash of the domain's chain hashes of its leaves
-    (DuckDB's ``hash`` of them: the scan's :func:`_compile.leaf_counts` key), computed on the
-    cells registered from Arrow (an integer column per chain, no join)."""
-    columns = {"i": np.arange(found.size, dtype=np.int64), "h": found}
-    columns.update({f"e{c}": e for c, e in enumerate(expected)})
-    name = f"{names.leaf}_paths"
-    con.register(name, pa.table(columns))
-    try:
-        bad = rows(con, _compile.path_mismatches(ident(name), len(expected)))
-    finally:
-        con.unregister(name)
-    ok = np.ones(found.size, dtype=np.bool_)
-    ok[np.array([i for (i,) in bad], dtype=np.int64)] = False
-    return ok
-
-
-def _domain_hashes(
-    con: duckdb.DuckDBPyConnection, codes: str, cols: Sequence[str], depth: int
-) -> npt.NDArray[np.uint64]:
-    """Per leaf code of a chain (its code table ``codes``), the hash of its ancestors ``cols``
-    as the scan hashes an input row's (a function of the PUBLIC domain)."""
-    table = arrow(con, _compile.domain_path_hashes(codes, cols, depth))
-    expected = np.zeros(table.num_rows, dtype=np.uint64)
-    expected[table.column("code").to_numpy()] = table.column("h").to_numpy()
-    return expected
 
 
 def _leaf_codes(

@@ -67,7 +67,6 @@ from .release import (
     bound_units,
     chain_columns,
     depth_code,
-    domain_path_hashes,
     domain_paths,
     insertion_order,
     leaf_code,
@@ -77,7 +76,6 @@ from .release import (
     levels_view,
     nesting_check,
     not_whole,
-    path_mismatches,
     write_output,
 )
 
@@ -103,7 +101,6 @@ __all__ = [
     "describe_table",
     "detach",
     "distinct_paths",
-    "domain_path_hashes",
     "domain_paths",
     "drop_object",
     "drop_temp_table",
@@ -132,7 +129,6 @@ __all__ = [
     "node_counts",
     "not_whole",
     "offending_rows",
-    "path_mismatches",
     "query_code",
     "read_files",
     "row_count",

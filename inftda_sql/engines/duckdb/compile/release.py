@@ -67,30 +67,6 @@ def _path_hash(
     return "hash(" + ", ".join(terms) + ")"
 
 
-def checked_chains(spec: TreeSpec, check: Sequence[str]) -> list[tuple[int, list[str]]]:
-    """Every chain with ancestor columns in ``check``: its index and those columns (in the
-    order of ``check``), one chain hash each (:func:`leaf_counts`)."""
-    out = []
-    for c, chain in enumerate(spec.chains):
-        cols = [col for col in check if col in chain[:-1]]
-        if cols:
-            out.append((c, cols))
-    return out
-
-
-def _path_key(
-    spec: TreeSpec,
-    check: Sequence[str],
-    alias: dict[str, str] | None = None,
-    as_varchar: frozenset[str] = frozenset(),
-) -> str:
-    """The path hash ``__h`` of :func:`leaf_counts`: the hash of each checked chain's ancestor
-    columns, and with several chains the hash of those hashes (one key; the domain's is a
-    function of the chains' leaves: :func:`domain_path_hashes`, :func:`path_mismatches`)."""
-    hashes = [_path_hash(cols, alias, as_varchar) for _, cols in checked_chains(spec, check)]
-    return hashes[0] if len(hashes) == 1 else "hash(" + ", ".join(hashes) + ")"
-
-
 def nesting_check(codes_table: str, parent: str, child: str) -> str:
     """A query returning one child value listed under two parents, if any."""
     return render("nesting", codes=ident(codes_table), parent=ident(parent), child=ident(child))
@@ -137,11 +113,8 @@ def leaf_counts(
     """The single scan of the private input, grouped by the leaf column of every chain.
 
     ``check`` names the input's ancestor columns whose agreement with the domain the scan
-    collects: one hash per row, grouped on beside the leaf columns (``__h``; a leaf cell whose
-    rows disagree is split in several rows, see :func:`leaf_codes`); none by default. With
-    several chains it is the hash of each chain's hash of its ancestors (:func:`_path_key`),
-    so that the domain's is computed from each leaf's (:func:`domain_path_hashes`) without a
-    join.
+    collects: one hash of them per row, grouped on beside the leaf columns (``__h``; a leaf cell
+    whose rows disagree is split in several rows, see :func:`leaf_codes`); none by default.
 
     ``as_varchar`` names input columns (ENUMs) whose domain values are compared as VARCHAR;
     ``bounded`` means the input is :func:`bound_units` output (records flagged ``__keep``);
@@ -155,7 +128,7 @@ def leaf_counts(
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
     path = path_key = ""
     if check:
-        path_hash = _path_key(spec, check, as_varchar=as_varchar)
+        path_hash = _path_hash(check, as_varchar=as_varchar)
         path, path_key = f",\n       {path_hash} AS __h", f", {path_hash}"
     return render(
         "leaf_counts",
@@ -201,7 +174,7 @@ def leaf_codes(
 ) -> str:
     """The leaf cells with every chain's leaf code (``__leaf0``, ...) and count ``n``, to fetch;
     with ``check`` (the ancestor columns :func:`leaf_counts` hashed) also ``path_ok``: the
-    row's ancestors hash to the domain's for its leaves (false on every row of a cell the scan
+    row's ancestors hash to the domain's for its leaf (false on every row of a cell the scan
     split by disagreeing ancestors but one at most)."""
     tables = _code_tables(names, len(spec.chains), codes)
     code_cols = []
@@ -215,7 +188,8 @@ def leaf_codes(
         alias.update({col: f"{a}." for col in chain})
     path_ok = ""
     if check:
-        path_ok = f",\n       (l.__h = {_path_key(spec, check, alias)}) AS path_ok"
+        expected = _path_hash(check, alias)
+        path_ok = f",\n       (l.__h = {expected}) AS path_ok"
     return render(
         "leaf_codes",
         leaf=ident(names.leaf),
@@ -225,41 +199,13 @@ def leaf_codes(
     )
 
 
-def leaf_values(names: TempNames, spec: TreeSpec, check: Sequence[str] = ()) -> str:
+def leaf_values(names: TempNames, spec: TreeSpec) -> str:
     """The leaf cells with every chain's leaf value (its column) and count ``n``, to fetch and
-    code outside SQL (:func:`~inftda_sql.core.leaf_index.leaf_coder`); with ``check`` also the
-    path hash ``__h`` (:func:`leaf_counts`), to compare with the domain's
-    (:func:`domain_path_hashes`, :func:`path_mismatches`)."""
-    hashes = ", l.__h" if check else ""
+    code outside SQL (:class:`~inftda_sql.core.leaf_index.LeafIndex`)."""
     return render(
         "leaf_codes.leaf_values",
         leaf=ident(names.leaf),
         leaf_cols=", ".join(f"l.{ident(col)}" for col in spec.leaf_columns),
-        hashes=hashes,
-    )
-
-
-def domain_path_hashes(codes: str, cols: Sequence[str], depth: int) -> str:
-    """Per leaf of a chain's code table ``codes`` (quoted; its leaves at ``depth``), its code
-    and the hash of its ancestors ``cols``: what :func:`leaf_counts` hashes of an input row
-    whose ancestors are the domain's (the same expression, on the PUBLIC domain)."""
-    return render(
-        "leaf_codes.domain_path_hashes",
-        code=depth_code(depth),
-        path_hash=_path_hash(cols),
-        codes=codes,
-    )
-
-
-def path_mismatches(table: str, n_chains: int) -> str:
-    """The rows ``i`` of ``table`` (quoted: per leaf cell ``i``, its path hash ``h`` and, per
-    checked chain, the domain's hash ``e0``, ``e1`` ... of its leaf's ancestors) whose path hash
-    is not the domain's: the hash of the chains' hashes, as :func:`leaf_counts` takes it."""
-    chains = [f"e{c}" for c in range(n_chains)]
-    return render(
-        "leaf_codes.path_mismatches",
-        table=table,
-        expected=chains[0] if n_chains == 1 else "hash(" + ", ".join(chains) + ")",
     )
 
 
