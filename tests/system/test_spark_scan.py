@@ -138,20 +138,19 @@ def _frame(spark: Any, dtype: str, rows: list[tuple[Any, ...]]) -> Any:
     return spark.createDataFrame(rows, f"r string, c string, n {dtype}")
 
 
-def test_every_refusal_of_the_scan_names_rows_not_counts(spark: Any, sdb: str) -> None:
+def _release_counts(spark: Any, frame: Any, output: str) -> Any:
+    """The exact release (rho = inf) of ``frame``'s count column ``n`` into ``output``."""
     import inftda_sql.spark
 
+    return inftda_sql.spark.release(
+        spark, frame, hierarchy=["r", "c"], domain=DOMAIN, count="n", rho=INF, output=output
+    )
+
+
+def test_every_refusal_of_the_scan_names_rows_not_counts(spark: Any, sdb: str) -> None:
     for name, (dtype, rows, error, message) in CASES.items():
         with pytest.raises(error) as info:
-            inftda_sql.spark.release(
-                spark,
-                _frame(spark, dtype, rows),
-                hierarchy=["r", "c"],
-                domain=DOMAIN,
-                count="n",
-                rho=INF,
-                output="o",
-            )
+            _release_counts(spark, _frame(spark, dtype, rows), "o")
         assert type(info.value) is error and str(info.value) == message, name
     assert not spark.catalog.tableExists("o")
 
@@ -163,15 +162,7 @@ def test_records_of_every_count_type(spark: Any, sdb: str, dtype: str) -> None:
     import inftda_sql.spark
 
     rows = [("N", "a", 3), ("N", "a", 4), ("N", "b", 0), ("S", "s2", 5), ("S", "c", 1)]
-    got = inftda_sql.spark.release(
-        spark,
-        _frame(spark, dtype, rows),
-        hierarchy=["r", "c"],
-        domain=DOMAIN,
-        count="n",
-        rho=INF,
-        output="counted",
-    )
+    got = _release_counts(spark, _frame(spark, dtype, rows), "counted")
     micro = [(r, c) for r, c, n in rows for _ in range(n)]
     one = inftda_sql.spark.release(
         spark,

@@ -246,11 +246,9 @@ class _Buckets:
         if bucket.size == 0:
             empty = np.zeros(0, np.int64)
             return cls(empty, empty, empty, empty)
-        order = np.argsort(bucket, kind="stable")
-        b = bucket[order]
-        starts = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
+        order, starts = _key_runs(bucket)
         return cls(
-            b[starts],
+            bucket[order][starts],
             *(
                 np.add.reduceat(np.asarray(x, np.int64)[order], starts)
                 for x in (children, parents, lone)
@@ -308,14 +306,19 @@ def _col(table: pa.Table | pa.RecordBatch, name: str) -> I64:
     return out
 
 
+def _key_runs(key: I64) -> tuple[I64, I64]:
+    """The stable order sorting non-empty ``key`` and where each run of one key starts in it."""
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    return order, np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+
+
 def _sum_by_key(key: I64, n: I64, block: I64) -> tuple[I64, I64, I64]:
     """Cells summed per key (a key's block is the same on every row)."""
     if key.size == 0:
         return key, n, block
-    order = np.argsort(key, kind="stable")
-    k = key[order]
-    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-    return k[starts], np.add.reduceat(n[order], starts), block[order][starts]
+    order, starts = _key_runs(key)
+    return key[order][starts], np.add.reduceat(n[order], starts), block[order][starts]
 
 
 def _rows(k: int, block: I64, kind: int, codes: Sequence[I64], v: I64) -> pa.RecordBatch:
