@@ -64,6 +64,27 @@ class TreeSpec:
             if depth > 0
         )
 
+    def grouped_columns(self, level: int) -> tuple[str, ...]:
+        """Every column a cell of ``level`` is grouped by (each chain down to its depth), in
+        :attr:`columns` order: the level's grouping set in a levels view."""
+        depth = dict(zip(self.chains, self.levels[level], strict=True))
+        return tuple(col for chain in self.chains for col in chain[: depth[chain]])
+
+    def grouping_mask(self, level: int, order: Sequence[str]) -> int:
+        """The ``grouping()`` value of ``level``'s grouping set over the columns ``order``: one
+        bit per column, the first the highest, set where the column is not grouped (SQL's rule;
+        DuckDB numbers the columns as listed, Spark's ``grouping_id()`` by first appearance).
+
+        >>> spec = parse_hierarchy(["region", "province"])
+        >>> [spec.grouping_mask(level, spec.columns) for level in range(3)]
+        [3, 1, 0]
+        """
+        grouped = set(self.grouped_columns(level))
+        mask = 0
+        for col in order:
+            mask = (mask << 1) | (col not in grouped)
+        return mask
+
     def level_name(self, level: int) -> str:
         """A readable name of a level: its identifying columns, or ``root``."""
         cols = self.level_columns(level)

@@ -34,6 +34,30 @@ def test_sequential_chains() -> None:
 
 
 @pytest.mark.parametrize(
+    ("hierarchy", "tree"),
+    [
+        (["region", "province", "mun"], None),
+        ([["o1", "o2", "o3"], ["d1", "d2"]], "destination"),
+        ([["o1", "o2", "o3", "o4"], ["d1"]], "origin"),
+        ([["g1", "g2"], ["age"], ["sex"]], None),
+    ],
+)
+def test_grouping_sets_and_masks_of_the_levels_view(hierarchy: object, tree: str | None) -> None:
+    spec = parse_hierarchy(hierarchy, tree)
+    for level, depths in enumerate(spec.levels):
+        grouped = spec.grouped_columns(level)
+        want = [c for chain, d in zip(spec.chains, depths, strict=True) for c in chain[:d]]
+        assert grouped == tuple(want)
+        for order in (spec.columns, spec.columns[::-1]):
+            bits = format(spec.grouping_mask(level, order), f"0{len(order)}b")
+            assert bits == "".join("0" if c in grouped else "1" for c in order)
+    # the view tells levels apart by their mask: one level per mask, in any column order
+    for order in (spec.columns, spec.columns[::-1]):
+        masks = [spec.grouping_mask(level, order) for level in range(len(spec.levels))]
+        assert len(set(masks)) == len(masks)
+
+
+@pytest.mark.parametrize(
     "hierarchy,tree,fragment",
     [
         ("region", None, "hierarchy=['region']"),

@@ -63,18 +63,13 @@ def levels_view_sql(
     (:func:`~inftda_sql.core.bounds.view_bounds`; None is NULL), written as the columns
     ``error_bound`` and ``typical_error`` as on DuckDB; without it the view has no such columns.
     """
-    sets = []
-    for depths in spec.levels:
-        in_set = {col for chain, d in zip(spec.chains, depths, strict=True) for col in chain[:d]}
-        sets.append([c for c in spec.columns if c in in_set])
+    sets = [spec.grouped_columns(level) for level in range(len(spec.levels))]
     order: list[str] = []
     for grouped in sets:
         order += [c for c in grouped if c not in order]
     cases, labels, bound, typical = [], [], [], []
-    for level, grouped in enumerate(sets):
-        mask = 0
-        for col in order:
-            mask = (mask << 1) | (0 if col in grouped else 1)
+    for level in range(len(sets)):
+        mask = spec.grouping_mask(level, order)
         cases.append(f"WHEN {mask} THEN {level}")
         name = spec.level_name(level).replace("\\", "\\\\").replace("'", "\\'")
         labels.append(f"WHEN {mask} THEN '{name}'")

@@ -246,12 +246,9 @@ def levels_view(
     """
     all_cols = spec.columns
     sets, cases, labels, bound, typical = [], [], [], [], []
-    for level, depths in enumerate(spec.levels):
-        in_set = {col for chain, d in zip(spec.chains, depths, strict=True) for col in chain[:d]}
-        mask = 0
-        for col in all_cols:
-            mask = (mask << 1) | (0 if col in in_set else 1)
-        sets.append("(" + _cols([c for c in all_cols if c in in_set]) + ")")
+    for level in range(len(spec.levels)):
+        mask = spec.grouping_mask(level, all_cols)
+        sets.append("(" + _cols(spec.grouped_columns(level)) + ")")
         cases.append(f"WHEN {mask} THEN {level}")
         name = spec.level_name(level).replace("'", "''")
         labels.append(f"WHEN {mask} THEN '{name}'")
