@@ -1,8 +1,10 @@
 """Write stage on Spark: the released table, its levels view, then the ledger row.
 
 The released leaves (a code per chain and a count) are decoded to the hierarchy columns by a
-broadcast join with each chain's code table and saved as a table of the catalog (parquet in the
-warehouse unless the catalog says otherwise), so it joins with the geography like any table. The
+broadcast join with each chain's code table (on the driver when every level ran there: the table
+then goes to Spark as Arrow batches, :func:`from_driver`) and saved as a table of the catalog
+(parquet in the warehouse unless the catalog says otherwise), so it joins with the geography
+like any table. The
 levels view (every level as sums of the leaves, ``GROUPING SETS``, with each level's error
 bound and typical error as on DuckDB) follows, and the ledger row
 (with the content fingerprint of both, :mod:`.fingerprint`) is appended (to the ledger folder,
