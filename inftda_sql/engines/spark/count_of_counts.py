@@ -53,6 +53,7 @@ from .domain import CodedChain, build_chain, depth_code
 from .ledger import FileLedger, Reservation, open_ledger
 from .scan import describe
 from .targets import check_targets
+from .write import from_driver
 
 __all__ = ["CocStages", "SparkCountOfCounts", "levels_view_sql"]
 
@@ -280,14 +281,15 @@ class SparkCountOfCounts:
             raise SpecError("code the domain first")  # pragma: no cover - stage order
         chain = list(self.request.chain)
         leaf = depth_code(0, len(chain))
-        released = self.spark.createDataFrame(
+        released = from_driver(  # as Arrow, in few parts
+            self.spark,
             pa.table(
                 {
                     "__leaf": pa.array(np.asarray(leaves.node, np.int64)),
                     "size": pa.array(np.asarray(leaves.size, np.int64)),
                     "groups": pa.array(np.asarray(leaves.count, np.int64)),
                 }
-            )
+            ),
         )
         codes = self._coded.codes.select(*[quote(c) for c in chain], leaf)
         table = released.join(self._coded.joinable(codes), F.col("__leaf") == F.col(leaf)).select(

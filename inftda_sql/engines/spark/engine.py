@@ -50,7 +50,7 @@ from .scan import level_counts, scan
 from .targets import check_targets
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
 from .workers import check_workers, warn_slow_settings
-from .write import decode, with_base_tables, write_release
+from .write import decode, from_driver, with_base_tables, write_release
 
 __all__ = ["SparkEngine", "SparkResult", "sql_name"]
 
@@ -407,8 +407,7 @@ class SparkEngine(FeatureStages, CocStages):
                 "v": pa.array(np.asarray(result.counts, np.int64)),
             }
         )
-        schema = ", ".join([*(f"c{j} long" for j in range(k)), "v long"])
-        return self.spark.createDataFrame(table, schema=schema)
+        return from_driver(self.spark, table)
 
     def _decoded(self, result: TopDownResult) -> DataFrame:
         """A driver-side result as the released table: a leaf code is its row of the chain's
@@ -427,7 +426,7 @@ class SparkEngine(FeatureStages, CocStages):
             ],
             names=[*spec.columns, "count"],
         )
-        return self.spark.createDataFrame(table)
+        return from_driver(self.spark, table)
 
     def recheck_budget(self, record: ReleaseRecord, guarantee: Guarantee) -> ReleaseRecord:
         """Check the budget again just before writing (this release's reservation aside); the

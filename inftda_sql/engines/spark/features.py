@@ -54,6 +54,7 @@ from .scan import (
     validate,
     with_records,
 )
+from .write import from_driver
 
 __all__ = [
     "FeatureStages",
@@ -285,7 +286,7 @@ def write(
     """Save the released leaves and the features view, then ``append`` the ledger row; if that
     fails, the table and view are dropped again."""
     table = released_table(lattice, leaves, counts)
-    released = spark.createDataFrame(table)
+    released = from_driver(spark, table)  # as Arrow, in few parts
     mode = "overwrite" if overwrite else "errorifexists"
     describe(spark, "write: the released leaves")
     try:

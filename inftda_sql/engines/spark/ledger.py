@@ -56,6 +56,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
 from ..._errors import Arg, BudgetError, ConcurrentWriteError, SpecError
 from ..._version import __version__
@@ -74,6 +75,7 @@ __all__ = [
     "open_ledger",
     "register_views",
     "schema",
+    "struct",
 ]
 
 #: the Spark conf key naming the ledger folder
@@ -83,24 +85,30 @@ FORMAT_VERSION = 1
 #: how many times a release withdraws its reservation and tries again when others' are in the way
 _RESERVE_TRIES = 6
 
-_SPARK_TYPES = {
-    "INTEGER": "int",
-    "TIMESTAMP": "timestamp_ntz",
-    "VARCHAR": "string",
-    "DOUBLE": "double",
-    "BOOLEAN": "boolean",
-    "VARCHAR[]": "array<string>",
-    "DOUBLE[]": "array<double>",
+_SPARK_TYPES: dict[str, T.DataType] = {
+    "INTEGER": T.IntegerType(),
+    "TIMESTAMP": T.TimestampNTZType(),
+    "VARCHAR": T.StringType(),
+    "DOUBLE": T.DoubleType(),
+    "BOOLEAN": T.BooleanType(),
+    "VARCHAR[]": T.ArrayType(T.StringType()),
+    "DOUBLE[]": T.ArrayType(T.DoubleType()),
 }
 
 
-def schema(record: type[ReleaseRecord] | type[BudgetRecord]) -> str:
-    """The Spark DDL schema of a bookkeeping table, from the record's fields."""
-    out = []
+def struct(record: type[ReleaseRecord] | type[BudgetRecord]) -> T.StructType:
+    """The Spark schema of a bookkeeping table, from the record's fields (built in Python: no
+    round trip to Spark's parser)."""
+    fields = []
     for f in dataclasses.fields(record):
         sql = f.metadata["sql"].replace(" PRIMARY KEY", "").replace(" NOT NULL", "")
-        out.append(f"{f.name} {_SPARK_TYPES[sql]}")
-    return ", ".join(out)
+        fields.append(T.StructField(f.name, _SPARK_TYPES[sql]))
+    return T.StructType(fields)
+
+
+def schema(record: type[ReleaseRecord] | type[BudgetRecord]) -> str:
+    """:func:`struct` as a DDL string."""
+    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in struct(record).fields)
 
 
 def ledger_location(spark: SparkSession, given: str | os.PathLike[str] | None = None) -> Path:
@@ -497,6 +505,6 @@ def register_views(spark: SparkSession, ledger: FileLedger) -> None:
     holds per table) of the session, as the ledger folder holds them now (made again after
     every release and budget change of this session, and by :func:`inftda_sql.spark.ledger`)."""
     releases = [tuple(r.values().values()) for r in ledger.read_releases()]
-    spark.createDataFrame(releases, schema(ReleaseRecord)).createOrReplaceTempView(LEDGER_TABLE)
+    spark.createDataFrame(releases, struct(ReleaseRecord)).createOrReplaceTempView(LEDGER_TABLE)
     budgets = [tuple(b.values().values()) for b in ledger.budgets().values()]
-    spark.createDataFrame(budgets, schema(BudgetRecord)).createOrReplaceTempView(BUDGET_TABLE)
+    spark.createDataFrame(budgets, struct(BudgetRecord)).createOrReplaceTempView(BUDGET_TABLE)
