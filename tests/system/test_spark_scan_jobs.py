@@ -28,6 +28,11 @@ pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e 
 __all__ = ["sdb", "spark"]  # the shared fixtures
 
 MAX_JOBS = 3  # the scan's Spark jobs when its cells go to the driver
+#: what the scan sets for its own query only
+_SETTINGS = (
+    "spark.sql.codegen.aggregate.fastHashMap.capacityBit",
+    "spark.sql.execution.bypassPartialAggregation",
+)
 
 
 @pytest.mark.parametrize("count", [None, "n"], ids=["microdata", "count table"])
@@ -66,6 +71,7 @@ def test_a_scan_for_the_driver_takes_three_jobs_and_caches_nothing(
     jobs = len(sc.statusTracker().getJobIdsForGroup(group))
     assert 1 <= jobs <= MAX_JOBS, jobs
     assert cached == [0]
+    assert all(spark.conf.get(key, None) is None for key in _SETTINGS)  # restored
     assert _rows(spark, "out") == sorted(con.sql("SELECT * FROM out").fetchall())
     assert [lv.surviving_cells for lv in sk.levels] == [lv.surviving_cells for lv in duck.levels]
     assert sk.total == duck.total

@@ -13,7 +13,8 @@ name columns and numbers of rows, never a count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +145,8 @@ def scan(
     if "__n" not in leaf.columns:  # one record per row: the records are the rows
         leaf = leaf.withColumn("__n", F.col("__rows"))
     exact = _Exact(df, spec, inp, count, count_is_integer, weight)
-    table = _code_cells(leaf, spec, chains, inp, exact, to_driver=to_driver)
+    with _tuned(inp.df.sparkSession, count_table=count is not None):
+        table = _code_cells(leaf, spec, chains, inp, exact, to_driver=to_driver)
     total = table.total
     describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
@@ -156,6 +158,32 @@ def scan(
         diagnostics=unit_diagnostics(inp, privacy_unit, contribution, distinct, total),
         privacy_unit=unit,
     ), table
+
+
+#: the fast hash map of Spark's hash aggregate holds 2**bit groups (2**16 by default) before
+#: it falls back to its slower map; a leaf level has some 10**5-10**7 groups a task
+_FAST_MAP = ("spark.sql.codegen.aggregate.fastHashMap.capacityBit", "20")
+#: a count table has about one row per group: the map side's partial aggregation only copies
+_BYPASS_PARTIAL = ("spark.sql.execution.bypassPartialAggregation", "true")
+
+
+@contextlib.contextmanager
+def _tuned(spark: Any, *, count_table: bool) -> Iterator[None]:
+    """The session's settings for the scan's own query, as planned in this block (the
+    physical plan, the cache's included, is made here), then restored: a fast hash map that
+    holds a task's groups and, for a count table, no partial aggregation. A setting the user
+    gave is kept."""
+    wanted = [_FAST_MAP, *([_BYPASS_PARTIAL] if count_table else [])]
+    changed = []
+    for key, value in wanted:
+        if spark.conf.get(key, None) is None:  # not set by the user
+            spark.conf.set(key, value)
+            changed.append(key)
+    try:
+        yield
+    finally:
+        for key in changed:
+            spark.conf.unset(key)
 
 
 def count_aggregates(
