@@ -352,13 +352,23 @@ class SparkEngine(FeatureStages, CocStages):
             contribution=req.contribution,
             distinct=req.distinct,
             source=req.source,
+            to_driver=self._cells_fit_driver(),
         )
         self._cells, self._cached = table.frame, table.cached
-        if self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
+        if table.leaf is not None:  # fetched by the scan's own job
+            self._leaf_cells = table.leaf
+        elif self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
             self._leaf_cells = collect_cells(
                 table.frame, req.tree, [ch.tree for ch in self._chains]
             )
         return found
+
+    def _cells_fit_driver(self) -> bool:
+        """Whether every leaf cell the PUBLIC domain allows (the product of its chains' leaves)
+        fits on the driver: then every level runs there, and the scan fetches the cells in the
+        job that makes them instead of caching them in Spark."""
+        leaves = math.prod(ch.tree.sizes[-1] for ch in self._chains)
+        return 0 < leaves <= self._on_driver
 
     @property
     def cells(self) -> DataFrame:

@@ -1,29 +1,32 @@
 """Scan stage on Spark: one GROUP BY of the private input, its checks, the coded leaf cells.
 
 :func:`scan` bounds each privacy unit's contribution (window functions, the same keyed SHA-256
-ranking as ``sql/bound_units.sql``), groups the input by its leaf columns in Spark SQL (the
-ancestor columns ride on the same groups as the least and greatest hash of their values),
-checks what it found (NULL keys, bad counts, leaf values outside the domain, ancestors that
-disagree with the domain) and joins the leaf cells to the domain's codes: the *cells* table, one
-row per non-empty leaf cell with a code per chain and depth and its count, kept by Spark for the
-rest of the release. :func:`level_counts` gives a driver-side mechanism the true counts of a
-level (a GROUP BY of the cells table). Every check runs before any noise is drawn; messages name
-columns and numbers of rows, never a count.
+ranking as ``sql/bound_units.sql``), groups the input by its hierarchy columns in Spark SQL (a
+group is a path), checks what it found (NULL keys, bad counts, leaf values outside the domain,
+ancestors that disagree with the domain) and joins the groups to the domain's codes: the
+*cells* table, one row per non-empty leaf cell with a code per chain and depth and its count,
+kept by Spark for the rest of the release, or fetched to the driver in the same job when every
+level runs there. :func:`level_counts` gives a driver-side mechanism the true counts of a
+level (a GROUP BY of the cells table). Every check runs before any noise is drawn; messages
+name columns and numbers of rows, never a count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..._errors import Arg, DomainError, InputDataError, SpecError
 from ...core.arrays import I64
+from ...core.cells import LeafCells, exact_sum
 from ...core.rng import RandomSource
 from ...core.spec import TreeSpec
 from ..base import Scan
@@ -68,12 +71,14 @@ def with_records(grouped: DataFrame) -> DataFrame:
 @dataclass(frozen=True)
 class CellsTable:
     """The scan's cells table, its number of rows (leaf cells) and of records (the sum of
-    ``n``), and the frame Spark caches it in (unpersisted when the release ends)."""
+    ``n``), and the frame Spark caches it in (unpersisted when the release ends); or, fetched
+    to the driver instead of cached, its non-empty cells ``leaf``."""
 
     frame: DataFrame
     rows: int
     total: int
-    cached: DataFrame
+    cached: DataFrame | None
+    leaf: LeafCells | None = None
 
 
 def _c(name: str) -> Column:
@@ -121,8 +126,11 @@ def scan(
     contribution: int,
     distinct: bool,
     source: RandomSource,
+    to_driver: bool = False,
 ) -> tuple[Scan, CellsTable]:
-    """Scan the input: the checks, then what the scan found and the cells table (cached)."""
+    """Scan the input: the checks, then what the scan found and the cells table: cached in
+    Spark, or with ``to_driver`` (every level runs on the driver) fetched to the driver in the
+    job that groups and codes them (:attr:`CellsTable.leaf`; nothing cached)."""
     df = inp.df
     unit: str | None = None
     weight: Column = F.lit(1)
@@ -133,23 +141,49 @@ def scan(
         weight = F.col("__keep").cast("long")
     aggs = _lean_aggregates(inp, count, count_is_integer, weight, weighted=unit is not None)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
-    leaf = df.groupBy(*[_c(c) for c in spec.leaf_columns]).agg(
-        *aggs, *_ancestor_aggregates(spec, inp)
-    )
+    leaf = df.groupBy(*[_c(c) for c in _path_columns(spec)]).agg(*aggs)
     if "__n" not in leaf.columns:  # one record per row: the records are the rows
         leaf = leaf.withColumn("__n", F.col("__rows"))
     exact = _Exact(df, spec, inp, count, count_is_integer, weight)
-    table = _code_cells(leaf, spec, chains, inp, exact)
+    with _tuned(inp.df.sparkSession, count_table=count is not None):
+        table = _code_cells(leaf, spec, chains, inp, exact, to_driver=to_driver)
     total = table.total
     describe(inp.df.sparkSession, None)
     if total > COUNT_LIMIT:
-        table.cached.unpersist()
+        if table.cached is not None:
+            table.cached.unpersist()
         raise InputDataError(f"{inp.description}: {too_large(count)}")
     return Scan(
         total=total,
         diagnostics=unit_diagnostics(inp, privacy_unit, contribution, distinct, total),
         privacy_unit=unit,
     ), table
+
+
+#: the fast hash map of Spark's hash aggregate holds 2**bit groups (2**16 by default) before
+#: it falls back to its slower map; a leaf level has some 10**5-10**7 groups a task
+_FAST_MAP = ("spark.sql.codegen.aggregate.fastHashMap.capacityBit", "20")
+#: a count table has about one row per group: the map side's partial aggregation only copies
+_BYPASS_PARTIAL = ("spark.sql.execution.bypassPartialAggregation", "true")
+
+
+@contextlib.contextmanager
+def _tuned(spark: Any, *, count_table: bool) -> Iterator[None]:
+    """The session's settings for the scan's own query, as planned in this block (the
+    physical plan, the cache's included, is made here), then restored: a fast hash map that
+    holds a task's groups and, for a count table, no partial aggregation. A setting the user
+    gave is kept."""
+    wanted = [_FAST_MAP, *([_BYPASS_PARTIAL] if count_table else [])]
+    changed = []
+    for key, value in wanted:
+        if spark.conf.get(key, None) is None:  # not set by the user
+            spark.conf.set(key, value)
+            changed.append(key)
+    try:
+        yield
+    finally:
+        for key in changed:
+            spark.conf.unset(key)
 
 
 def count_aggregates(
@@ -345,63 +379,21 @@ def refuse(found: Sequence[int], cols: Sequence[str], count: str | None, inp: Sp
         )
 
 
-def _fixed_width(dtype: T.DataType) -> bool:
-    """Whether Spark's hash aggregate keeps a min or max of this type in place (numbers, dates,
-    times): such an ancestor column is checked by its own least and greatest value, cheaper
-    than a hash; strings and others go into the hash of :func:`_ancestor_hash`."""
-    kinds = (T.NumericType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType)
-    return isinstance(dtype, kinds)
+def _path_columns(spec: TreeSpec) -> list[str]:
+    """The scan's ``GROUP BY`` keys: every hierarchy column once, chain after chain. A group is
+    one path of the input: joined to the domain's path of its leaf, its ancestors are checked
+    exactly by comparing them (:func:`_ancestors_flag`), which costs the hash aggregate less
+    than a least, greatest and count of every ancestor column per leaf group."""
+    seen: dict[str, str] = {}
+    for col in spec.columns:
+        seen.setdefault(col.lower(), col)
+    return list(seen.values())
 
 
-def _ancestors(chain: Sequence[str], inp: SparkSource) -> tuple[list[int], list[str]]:
-    """A chain's ancestor columns: the positions of those of fixed width, the names of the
-    others (hashed together)."""
-    fixed = [i for i, col in enumerate(chain[:-1]) if _fixed_width(inp.types[col.lower()])]
-    return fixed, [col for i, col in enumerate(chain[:-1]) if i not in fixed]
-
-
-def _ancestor_hash(cols: Sequence[str]) -> Column:
-    """A 64-bit hash of a row's values of ``cols`` (whether each is NULL hashed too)."""
-    values = [_c(col) for col in cols]
-    return F.xxhash64(*values, *[v.isNull() for v in values])
-
-
-def _ancestor_aggregates(spec: TreeSpec, inp: SparkSource) -> list[Column]:
-    """Per chain of several columns, per leaf group: the least and greatest value and the
-    non-NULL rows of each fixed-width ancestor column, and the least and greatest hash of the
-    other ancestor columns: the rows of a group agree when least equals greatest (checked
-    against the domain in :func:`_code_cells`)."""
-    aggs = []
-    for c, chain in enumerate(spec.chains):
-        fixed, hashed = _ancestors(chain, inp)
-        for i in fixed:
-            col = _c(chain[i])
-            aggs += [
-                F.min(col).alias(f"__amin{c}_{i}"),
-                F.max(col).alias(f"__amax{c}_{i}"),
-                F.count(col).alias(f"__acnt{c}_{i}"),
-            ]
-        if hashed:
-            h = _ancestor_hash(hashed)
-            aggs += [F.min(h).alias(f"__hmin{c}"), F.max(h).alias(f"__hmax{c}")]
-    return aggs
-
-
-def _ancestors_flag(c: int, chain: Sequence[str], inp: SparkSource) -> Column:
-    """A joined leaf group whose rows disagree, or disagree with the domain's ancestors of its
-    leaf (NULL, should a comparison be NULL, counts as a disagreement: the exact look-up of
-    :func:`_refuse_paths` decides)."""
-    fixed, hashed = _ancestors(chain, inp)
-    bad: Column = F.lit(False)
-    for i in fixed:
-        lo, hi = F.col(f"__amin{c}_{i}"), F.col(f"__amax{c}_{i}")
-        bad = bad | (lo != hi) | (F.col(f"__acnt{c}_{i}") != F.col("__rows"))
-        bad = bad | ~lo.eqNullSafe(F.col(f"__dom{c}_{i}"))
-    if hashed:
-        lo, hi, want = F.col(f"__hmin{c}"), F.col(f"__hmax{c}"), F.col(f"__domh{c}")
-        bad = bad | (lo != hi) | (lo != want)
+def _ancestors_flag(c: int, chain: Sequence[str]) -> Column:
+    """A group whose leaf is in the domain under other ancestors (a NULL one included)."""
     leaf_code = F.col(depth_code(c, len(chain)))
-    return (leaf_code.isNotNull() & F.coalesce(bad, F.lit(True))).alias(f"__bad{c}")
+    return (leaf_code.isNotNull() & _ancestors_differ(c, chain)).alias(f"__bad{c}")
 
 
 def _code_cells(
@@ -410,31 +402,30 @@ def _code_cells(
     chains: Sequence[CodedChain],
     inp: SparkSource,
     exact: _Exact,
+    *,
+    to_driver: bool,
 ) -> CellsTable:
-    """Join every chain's leaf value to its codes (a broadcast join with the public code
-    table) and check, in ONE aggregate over the joined groups (which caches them: the codes,
-    ``__n`` and the flags, not the input's columns), the input against the domain and its
-    counts: a leaf group whose least and greatest ancestor values (or hashes) differ, or differ
-    from the domain's ancestors of that leaf, is flagged (``__bad<c>``,
-    :func:`_ancestors_flag`); a group with no leaf code (NULL, NaN or not in the domain), a bad
-    count (``__badc``) or too many records (``__n`` NULL or above the limit) sends the release
-    to the exact counts of :class:`_Exact` and :func:`_refuse_paths`. Returns the cells table
-    (a code per chain and depth, and ``n``, one row per leaf cell), its rows and the sum of
-    ``n``."""
+    """Join every chain's leaf value to its path and codes (a broadcast join with the public
+    code table) and check the input against the domain and its counts: a group whose leaf is
+    under other ancestors in the domain is flagged (``__bad<c>``, :func:`_ancestors_flag`); a
+    group with no leaf code (NULL, NaN or not in the domain), a bad count (``__badc``) or too
+    many records (``__n`` NULL or above the limit) sends the release to the exact counts of
+    :class:`_Exact` and :func:`_refuse_paths`. The checks are ONE aggregate over the joined
+    groups, which caches them (the codes, ``__n`` and the flags, not the input's columns); or,
+    with ``to_driver``, the joined groups are fetched in the job that makes them and checked on
+    the driver (:func:`_fetched`). Returns the cells table (a code per chain and depth, and
+    ``n``, one row per leaf cell), its rows and the sum of ``n``."""
     joined = leaf
     flags: list[Column] = []
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
-        dom_leaf = f"__dom{c}_{len(chain) - 1}"
-        fixed, hashed = _ancestors(chain, inp)
         dom = coded.codes.select(
-            _c(chain[-1]).alias(dom_leaf),
+            *[_c(col).alias(f"__dom{c}_{i}") for i, col in enumerate(chain)],
             *[F.col(depth_code(c, d)) for d in range(1, len(chain) + 1)],
-            *[_c(chain[i]).alias(f"__dom{c}_{i}") for i in fixed],
-            *([_ancestor_hash(hashed).alias(f"__domh{c}")] if hashed else []),
         )
-        joined = joined.join(coded.joinable(dom), _c(chain[-1]) == F.col(dom_leaf), "left")
+        on = _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}")
+        joined = joined.join(coded.joinable(dom), on, "left")
         if len(chain) > 1:
-            flags.append(_ancestors_flag(c, chain, inp))
+            flags.append(_ancestors_flag(c, chain))
     codes = [
         F.col(depth_code(c, d))
         for c, chain in enumerate(spec.chains)
@@ -444,7 +435,11 @@ def _code_cells(
     problems = n.isNull() | (n > COUNT_LIMIT)
     if "__badc" in leaf.columns:
         problems = problems | (F.col("__badc") > 0)
-    joined = joined.select(*codes, n, *flags, problems.alias("__problem")).persist()
+    joined = joined.select(*codes, n, *flags, problems.alias("__problem"))
+    cells = joined.select(*codes, n.alias("n"))
+    if to_driver:
+        return _fetched(joined, cells, spec, chains, inp, exact)
+    joined = joined.persist()
     try:
         paths = _path_checks(spec)
         found = joined.agg(
@@ -452,15 +447,63 @@ def _code_cells(
         ).first()
         assert found is not None
         values = [int(v or 0) for v in found]
-        if values[0] or any(values[1 : 1 + len(spec.chains)]):
-            exact.refuse()  # NULL or NaN leaves, bad counts, cells too large
-        _refuse_paths(spec, chains, inp, values[1 : 1 + len(paths)])
+        _refuse_found(values[: 1 + len(paths)], spec, chains, inp, exact)
     except BaseException:
         joined.unpersist()
         raise
     total = COUNT_LIMIT + 1 if found[-1] is None else values[-1]  # NULL: beyond 64 bits
-    cells = joined.select(*codes, n.alias("n"))
     return CellsTable(cells, values[-2], total, joined)
+
+
+def _fetched(
+    joined: DataFrame,
+    cells: DataFrame,
+    spec: TreeSpec,
+    chains: Sequence[CodedChain],
+    inp: SparkSource,
+    exact: _Exact,
+) -> CellsTable:
+    """The joined groups of :func:`_code_cells` fetched to the driver as Arrow (leaf codes,
+    ``__n``, the flags: the job that groups the input and codes the cells, nothing cached),
+    checked there as :func:`_path_checks` checks them in Spark; the cells table keeps its
+    non-empty leaf cells (:attr:`CellsTable.leaf`) and ``cells``, uncached."""
+    leaf = [depth_code(c, len(chain)) for c, chain in enumerate(spec.chains)]
+    flags = [f"__bad{c}" for c, chain in enumerate(spec.chains) if len(chain) > 1]
+    tab = joined.select(*leaf, "__n", *flags, "__problem").toArrow()
+
+    def trues(name: str) -> int:
+        return int(pc.sum(tab.column(name)).as_py() or 0)
+
+    found = [trues("__problem"), *(tab.column(x).null_count for x in leaf), *map(trues, flags)]
+    _refuse_found(found, spec, chains, inp, exact)
+    n = tab.column("__n")
+    counts = np.asarray(pc.fill_null(n, 0).to_numpy(), dtype=np.int64)
+    total = COUNT_LIMIT + 1 if n.null_count else exact_sum(counts)  # NULL: beyond 64 bits
+    kept = pc.greater(counts, 0)
+    fetched = LeafCells(
+        tuple(
+            np.ascontiguousarray(tab.column(x).filter(kept).to_numpy(), dtype=np.int64)
+            for x in leaf
+        ),
+        np.ascontiguousarray(counts[np.asarray(kept)], dtype=np.int64),
+        tuple(ch.tree for ch in chains),
+    )
+    return CellsTable(cells, tab.num_rows, total, None, fetched)
+
+
+def _refuse_found(
+    found: Sequence[int],
+    spec: TreeSpec,
+    chains: Sequence[CodedChain],
+    inp: SparkSource,
+    exact: _Exact,
+) -> None:
+    """Refuse what the checks of :func:`_code_cells` found (``found``: the groups with a
+    problem, then :func:`_path_checks`' numbers): NULL or NaN leaves, bad counts and cells too
+    large first (:class:`_Exact`), then leaves outside the domain and other ancestors."""
+    if found[0] or any(found[1 : 1 + len(spec.chains)]):
+        exact.refuse()  # NULL or NaN leaves, bad counts, cells too large
+    _refuse_paths(spec, chains, inp, found[1:])
 
 
 def _ancestors_differ(c: int, chain: Sequence[str]) -> Column:
@@ -494,8 +537,8 @@ def _refuse_paths(
     """Leaf values must be in the domain, and every input row's ancestors must be those the
     domain gives its leaf: the numbers of :func:`_path_checks`; an offending value is looked up
     only on error (the input's rows compared value by value with the domain's path of their
-    leaf; a flag the exact comparison does not confirm, a hash that tells apart values Spark
-    compares equal, refuses nothing). The input's NULL and NaN leaves are refused before."""
+    leaf, as :func:`_ancestors_flag` compares the groups). The input's NULL and NaN leaves are
+    refused before."""
     k = len(spec.chains)
     for c, chain in enumerate(spec.chains):
         if not found[c]:
