@@ -202,6 +202,8 @@ def paths_sorted(paths: pa.Table) -> bool:
     n = paths.num_rows
     if n < 2:
         return all(_column(paths, i).null_count == 0 for i in range(paths.num_columns))
+    if _each_column_nondecreasing(paths):
+        return True
     before = np.zeros(n - 1, dtype=bool)  # row i-1 < row i on the columns so far
     equal = np.ones(n - 1, dtype=bool)  # row i-1 == row i on the columns so far
     for i in range(paths.num_columns):
@@ -216,6 +218,21 @@ def paths_sorted(paths: pa.Table) -> bool:
         before |= equal & less
         equal &= same
     return bool((before | equal).all())
+
+
+def _each_column_nondecreasing(paths: pa.Table) -> bool:
+    """True when every column is integer, without NULLs, and nondecreasing on its own: then the
+    rows are in order (the first column where two consecutive rows differ has the smaller value
+    first). One comparison per column, about a third of the general check's work; it covers the
+    common geography table whose codes nest (a state's code rises with its counties')."""
+    for i in range(paths.num_columns):
+        values = _column(paths, i)
+        if not pa.types.is_integer(values.type) or values.null_count:
+            return False
+        arr = values.to_numpy()
+        if not bool((arr[1:] >= arr[:-1]).all()):
+            return False
+    return True
 
 
 def _has_repeats(first_values: pa.Array, n_nodes: int) -> bool:
