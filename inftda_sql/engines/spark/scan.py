@@ -33,6 +33,7 @@ from ..base import Scan
 from ..checks import COUNT_LIMIT, too_large
 from .catalog import SparkSource, check_scalar_type, quote
 from .domain import CodedChain, depth_code
+from .workers import session_settings
 
 
 def describe(spark: Any, what: str | None) -> None:
@@ -173,17 +174,9 @@ def _tuned(spark: Any, *, count_table: bool) -> Iterator[None]:
     physical plan, the cache's included, is made here), then restored: a fast hash map that
     holds a task's groups and, for a count table, no partial aggregation. A setting the user
     gave is kept."""
-    wanted = [_FAST_MAP, *([_BYPASS_PARTIAL] if count_table else [])]
-    changed = []
-    for key, value in wanted:
-        if spark.conf.get(key, None) is None:  # not set by the user
-            spark.conf.set(key, value)
-            changed.append(key)
-    try:
+    wanted = dict([_FAST_MAP, *([_BYPASS_PARTIAL] if count_table else [])])
+    with session_settings(spark, wanted, keep_given=True):
         yield
-    finally:
-        for key in changed:
-            spark.conf.unset(key)
 
 
 def count_aggregates(

@@ -12,16 +12,20 @@ whose every level runs on the driver starts no Python worker at all.
 
 :func:`warn_slow_settings` names, in a warning, a setting that makes a release slow: many more
 shuffle partitions than the cluster has cores on a small input (Spark's default 200 on a laptop
-gives 200 tasks per level). The engine leaves the session's settings alone (other jobs may share
-the session); the warning says what to set. Arrow needs no check: the engine's transfers use
+gives 200 tasks per level). The engine does not change the user's settings for good (other jobs
+may share the session); the warning says what to set. Its own queries may run with performance
+settings changed for one block and put back (:func:`session_settings`: the scan's hash map, the
+released table's Arrow batches). Arrow needs no check: the engine's transfers use
 Arrow whatever ``spark.sql.execution.arrow.pyspark.enabled`` says (``toArrow``,
 ``createDataFrame`` of an Arrow table, ``applyInArrow``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..._errors import InftdaWarning, SpecError
 from ..._version import __version__
 
-__all__ = ["check_workers", "warn_slow_settings", "workers_report"]
+__all__ = ["check_workers", "session_settings", "warn_slow_settings", "workers_report"]
 
 #: the probe, compiled outside any module of this package so that Spark pickles it by value: a
 #: worker without the package can still run it and say so
@@ -130,3 +134,24 @@ def warn_slow_settings(spark: SparkSession, frame: DataFrame) -> None:
         ),
         stacklevel=5,
     )
+
+
+@contextlib.contextmanager
+def session_settings(
+    spark: SparkSession, settings: Mapping[str, str], *, keep_given: bool = False
+) -> Iterator[None]:
+    """The session's ``settings`` changed for the ``with`` block, then as they were (unset
+    again when they were not set). ``keep_given``: a setting the user gave is left as it is."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    changed = {k: v for k, v in settings.items() if not (keep_given and before[k] is not None)}
+    for key, value in changed.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in changed:
+            was = before[key]
+            if was is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, was)

@@ -14,9 +14,8 @@ dropped again, so no release is visible without its row.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import pyarrow as pa
@@ -29,6 +28,7 @@ from ..records import ReleaseRecord
 from . import fingerprint
 from .catalog import quote
 from .domain import CodedChain, depth_code
+from .workers import session_settings
 
 __all__ = ["ROWS_PER_TASK", "Append", "decode", "from_driver", "levels_view_sql", "write_release"]
 
@@ -60,23 +60,6 @@ def decode(leaves: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain]) -> D
     return out.select(*[F.col(quote(col)) for col in spec.columns], F.col("v").alias("count"))
 
 
-@contextlib.contextmanager
-def _session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
-    """The session's ``settings`` changed for the ``with`` block, then as they were (unset
-    again when they were not set)."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, was in before.items():
-            if was is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, was)
-
-
 def from_driver(spark: SparkSession, table: pa.Table) -> DataFrame:
     """An Arrow table of the driver (a released table decoded there) as a DataFrame in
     ``ceil(rows / ROWS_PER_TASK)`` partitions, one Arrow batch each.
@@ -91,7 +74,7 @@ def from_driver(spark: SparkSession, table: pa.Table) -> DataFrame:
     rows = table.num_rows
     parts = max(1, -(-rows // ROWS_PER_TASK))
     settings = {_LOCAL_RELATION: "0", _BATCH_ROWS: str(max(1, -(-rows // parts)))}
-    with _session_settings(spark, settings):
+    with session_settings(spark, settings):
         # one chunk per column: batches are cut at chunk boundaries too
         return spark.createDataFrame(table.combine_chunks())
 
