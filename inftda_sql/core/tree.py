@@ -191,7 +191,8 @@ def _not_equal_to_previous(values: pa.Array) -> npt.NDArray[np.bool_]:
 def paths_sorted(paths: pa.Table) -> bool:
     """Whether the rows of ``paths`` are in ascending order of the columns, first column first
     (repeats allowed): the order ``ORDER BY ALL`` gives under DuckDB's default binary collation,
-    so a domain read in that order needs no sort. Any NULL or NaN makes it False.
+    so a domain read in that order needs no sort. Any NULL makes it False; a NaN does where
+    no earlier column already orders its row (the caller refuses NULL and NaN paths anyway).
 
     Example:
         >>> paths_sorted(pa.table({"r": ["N", "N", "S"], "c": ["b", "b", "a"]}))
@@ -200,8 +201,10 @@ def paths_sorted(paths: pa.Table) -> bool:
         False
     """
     n = paths.num_rows
+    if any(_column(paths, i).null_count for i in range(paths.num_columns)):
+        return False
     if n < 2:
-        return all(_column(paths, i).null_count == 0 for i in range(paths.num_columns))
+        return True
     if _each_column_nondecreasing(paths):
         return True
     before = np.zeros(n - 1, dtype=bool)  # row i-1 < row i on the columns so far
@@ -209,12 +212,12 @@ def paths_sorted(paths: pa.Table) -> bool:
     for i in range(paths.num_columns):
         values = _column(paths, i)
         prev, cur = values.slice(0, n - 1), values.slice(1)
-        if pa.types.is_integer(values.type) and not values.null_count:
+        if pa.types.is_integer(values.type):
             a, b = prev.to_numpy(), cur.to_numpy()
             less, same = a < b, a == b
         else:
-            less = pc.less(prev, cur).fill_null(False).to_numpy(zero_copy_only=False)
-            same = pc.equal(prev, cur).fill_null(False).to_numpy(zero_copy_only=False)
+            less = pc.less(prev, cur).to_numpy(zero_copy_only=False)
+            same = pc.equal(prev, cur).to_numpy(zero_copy_only=False)
         before |= equal & less
         equal &= same
     return bool((before | equal).all())

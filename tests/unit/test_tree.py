@@ -210,3 +210,10 @@ def test_paths_sorted_agrees_with_tuple_order_on_integers(
     table = pa.table({n: pa.array([r[i] for r in rows], pa.int64()) for i, n in enumerate("abc")})
     expected = all(p <= q for p, q in itertools.pairwise(rows))
     assert paths_sorted(table) is expected
+
+
+def test_paths_sorted_is_false_with_any_null_even_where_earlier_columns_order_the_rows() -> None:
+    ordered = pa.table({"a": [0, 0], "b": [0, 1], "c": pa.array([None, None], pa.int64())})
+    assert not paths_sorted(ordered)
+    assert not paths_sorted(pa.table({"a": pa.array([None], pa.string())}))
+    assert paths_sorted(pa.table({"a": ["x", "x"], "b": [1.0, 2.0]}))
