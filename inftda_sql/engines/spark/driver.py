@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -62,15 +63,29 @@ def driver_children(spark: SparkSession) -> int:
     return value
 
 
+def leaf_code_columns(spec: TreeSpec) -> list[str]:
+    """The cells table's leaf code column of every chain."""
+    return [depth_code(c, len(chain)) for c, chain in enumerate(spec.chains)]
+
+
+def fetched_cells(
+    table: pa.Table, spec: TreeSpec, counts: I64, chains: Sequence[ChainTree]
+) -> LeafCells:
+    """The non-empty leaf cells of a table fetched to the driver: its leaf code columns
+    (:func:`leaf_code_columns`) and true ``counts`` (64-bit, one per row), where a count is
+    above 0."""
+    kept = counts > 0
+    codes = tuple(
+        np.ascontiguousarray(table.column(name).to_numpy()[kept], dtype=np.int64)
+        for name in leaf_code_columns(spec)
+    )
+    return LeafCells(codes, np.ascontiguousarray(counts[kept], dtype=np.int64), tuple(chains))
+
+
 def collect_cells(cells: DataFrame, spec: TreeSpec, chains: Sequence[ChainTree]) -> LeafCells:
     """The non-empty leaf cells (a leaf code per chain, the true count), fetched as Arrow."""
-    leaf = [depth_code(c, len(chain)) for c, chain in enumerate(spec.chains)]
-    table = cells.where(F.col("n") > 0).select(*leaf, "n").toArrow()
-    codes = tuple(
-        np.ascontiguousarray(table.column(name).to_numpy(), dtype=np.int64) for name in leaf
-    )
-    counts = np.ascontiguousarray(table.column("n").to_numpy(), dtype=np.int64)
-    return LeafCells(codes, counts, tuple(chains))
+    table = cells.where(F.col("n") > 0).select(*leaf_code_columns(spec), "n").toArrow()
+    return fetched_cells(table, spec, table.column("n").to_numpy(), chains)
 
 
 def level_children(

@@ -215,16 +215,11 @@ class SparkEngine(FeatureStages, CocStages):
         """Check the Python workers (:func:`~.workers.check_workers`) before the scan unless
         every level is certain to run on the driver: a level has at most as many children as
         its nodes in the PUBLIC domain (every parent surviving), so when no level has more than
-        ``spark.inftda.driverChildren`` nodes, no Python worker is ever started."""
+        ``spark.inftda.driverChildren`` nodes (the leaf level has the most: every node has a
+        child), no Python worker is ever started."""
         if self._workers_checked or not self._may_run_in_tasks():
             return
-        spec = self.request.tree
-        sizes = [ch.tree.sizes for ch in self._chains]
-        widest = max(
-            math.prod(size[d] for size, d in zip(sizes, depths, strict=True))
-            for depths in spec.levels
-        )
-        if widest > self._on_driver:
+        if not self._cells_fit_driver():
             check_workers(self.spark)
         self._workers_checked = True
 

@@ -33,6 +33,7 @@ from ..base import Scan
 from ..checks import COUNT_LIMIT, too_large
 from .catalog import SparkSource, check_scalar_type, quote
 from .domain import CodedChain, depth_code
+from .driver import fetched_cells, leaf_code_columns
 from .workers import session_settings
 
 
@@ -460,7 +461,7 @@ def _fetched(
     ``__n``, the flags: the job that groups the input and codes the cells, nothing cached),
     checked there as :func:`_path_checks` checks them in Spark; the cells table keeps its
     non-empty leaf cells (:attr:`CellsTable.leaf`) and ``cells``, uncached."""
-    leaf = [depth_code(c, len(chain)) for c, chain in enumerate(spec.chains)]
+    leaf = leaf_code_columns(spec)
     flags = [f"__bad{c}" for c, chain in enumerate(spec.chains) if len(chain) > 1]
     tab = joined.select(*leaf, "__n", *flags, "__problem").toArrow()
 
@@ -472,15 +473,7 @@ def _fetched(
     n = tab.column("__n")
     counts = np.asarray(pc.fill_null(n, 0).to_numpy(), dtype=np.int64)
     total = COUNT_LIMIT + 1 if n.null_count else exact_sum(counts)  # NULL: beyond 64 bits
-    kept = pc.greater(counts, 0)
-    fetched = LeafCells(
-        tuple(
-            np.ascontiguousarray(tab.column(x).filter(kept).to_numpy(), dtype=np.int64)
-            for x in leaf
-        ),
-        np.ascontiguousarray(counts[np.asarray(kept)], dtype=np.int64),
-        tuple(ch.tree for ch in chains),
-    )
+    fetched = fetched_cells(tab, spec, counts, [ch.tree for ch in chains])
     return CellsTable(cells, tab.num_rows, total, None, fetched)
 
 
