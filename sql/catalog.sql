@@ -13,12 +13,14 @@ WHERE NOT internal AND lower(view_name) = lower($$name)
 -- name: snapshot
 -- everything a release asks the catalog, in one read (see catalog/memo.py): where names are
 -- looked up and created, the attached databases (and their type), the schemas, every table and view (with the
--- name lower-cased as DuckDB compares names), and the names asked about, lower-cased likewise
+-- name lower-cased as DuckDB compares names), and the names asked about, lower-cased likewise;
+-- and what a release's write asks before its transaction (see write_output.settings): whether
+-- DuckDB keeps the insertion order (the context's flag) and each database's file (NULL in memory)
 SELECT 'context' AS what, current_database() AS a, current_schema() AS b,
     current_setting('search_path') AS c, current_setting('explain_output') AS d,
-    NULL::BOOLEAN AS flag
+    current_setting('preserve_insertion_order')::BOOLEAN AS flag
 UNION ALL
-SELECT 'database', database_name, type, NULL, NULL, readonly FROM duckdb_databases()
+SELECT 'database', database_name, type, path, NULL, readonly FROM duckdb_databases()
 UNION ALL
 SELECT 'schema', database_name, schema_name, NULL, NULL, NULL FROM duckdb_schemas()
 UNION ALL

@@ -91,6 +91,7 @@ class DuckDBEngine:
         self._coded: list[CodedChain] = []
         self._cells: LeafCells | None = None
         self._check_key: str | None = None  # an ancestor check to remember once released
+        self._write_settings: tuple[bool, str | None] | None = None  # read by prepare()
 
     def __enter__(self) -> DuckDBEngine:
         return self
@@ -141,8 +142,10 @@ class DuckDBEngine:
         given = [req.output, req.levels_view, req.measurements, req.table]
         given += [unwrap(d)[0] for d in req.domains or ()]
         names = [*_last_parts(given), *LIBRARY_TABLES]
-        with remember(self.con, names, explain=True):
-            return self._prepare()
+        with remember(self.con, names, explain=True) as memo:
+            note = self._prepare()
+            self._write_settings = memo.write_settings()  # the write's, from the same read
+            return note
 
     def _prepare(self) -> str | None:
         req = self.request
@@ -395,6 +398,7 @@ class DuckDBEngine:
             guarantee=req.guarantee,
             budget_override=req.budget_override,
             paths=[coded.paths for coded in self._coded],
+            settings=self._write_settings,
             measured=None
             if self._measured is None or self._measurements is None
             else (self._measurements, self._measured, [coded.tree for coded in self._coded]),

@@ -396,6 +396,7 @@ def write_release(
     budget_override: bool,
     paths: Sequence[pa.Table],
     measured: tuple[Target, Collector, Sequence[ChainTree]] | None = None,
+    settings: tuple[bool, str | None] | None = None,
 ) -> ReleaseRecord:
     """Write a hierarchy release and its ledger row atomically (:func:`record_release`);
     return the ledger row as written.
@@ -406,14 +407,16 @@ def write_release(
     Without ``output`` (a release returned in memory only) no table is written, but the budget
     check and the ledger row are the same: every release spends budget. ``paths``: every chain's
     coded domain (its columns, row ``i`` the leaf of code ``i``), from which the released leaf
-    codes are decoded.
+    codes are decoded. ``settings``: what :func:`write_settings` says, when the caller has read
+    it already (the engine's prepare stage, in its one catalog read: see
+    :meth:`.catalog.Memo.write_settings`); else it is asked here, one statement.
     """
     statements: list[str] = []
     registered: list[tuple[str, pa.Table]] = []
     creates: list[tuple[TableRef, str]] = []
     path: str | EllipsisType | None = ...
     if output is not None:
-        ordered, path = write_settings(con)
+        ordered, path = write_settings(con) if settings is None else settings
         registered.append((names.released, released_table(spec, result, paths)))
         statements.append(
             _compile.write_output(spec, output.ref.sql, names.released, ordered=ordered)

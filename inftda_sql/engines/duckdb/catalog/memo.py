@@ -62,6 +62,7 @@ class Memo:
         self._folded: dict[str, str] = {}  # a name asked about -> lower-cased as DuckDB does
         # what callers computed from this read: key -> (the name it is about, or None; value)
         self._derived: dict[str, tuple[str | None, Any]] = {}
+        self._settings: tuple[bool, str | None] | None = None  # see write_settings()
         self.restore_explain: str | None = None  # explain_output to set back at the end
         self.reads = 0  # how many times the catalog was read (for tests)
 
@@ -80,12 +81,15 @@ class Memo:
         self.reads += 1
         objects: dict[str, list[tuple[str, str, str, str]]] = {}
         self._databases, self._schemas, self._folded, self._native = [], [], {}, set()
+        ordered, files = True, {}
         for what, a, b, c, d, flag in found:
             if what == "context":
                 self._context = (str(a), str(b), str(c or ""))
                 self._explain = str(d).lower()
+                ordered = bool(flag)
             elif what == "database":
                 self._databases.append((str(a), bool(flag)))
+                files[str(a)] = None if c is None else str(c)
                 if str(b).lower() == "duckdb":
                     self._native.add(str(a).lower())
             elif what == "schema":
@@ -97,6 +101,7 @@ class Memo:
         # the order of the one-name query: tables first, then views
         self._objects = {k: sorted(v, key=lambda o: o[3] != "table") for k, v in objects.items()}
         self._derived = {}
+        self._settings = (ordered, files.get(self._context[0]))
         self._epoch = epoch
 
     def context(self) -> tuple[str, str, str]:
@@ -108,6 +113,14 @@ class Memo:
         """The connection's ``explain_output`` (lower case), as the caller left it."""
         self._fresh()
         return self.restore_explain or self._explain
+
+    def write_settings(self) -> tuple[bool, str | None] | None:
+        """What :func:`..write.write_settings` asks, as the last read of this block said it
+        (None before any read; never a read of its own): whether DuckDB keeps the insertion
+        order, and the file of the current database (None in memory). A release's own
+        statements change neither (it never sets ``preserve_insertion_order``, never runs
+        ``USE``), so its prepare stage hands them to its write."""
+        return self._settings
 
     def databases(self) -> list[tuple[str, bool]]:
         """(name, read-only) of every attached database."""
