@@ -19,6 +19,7 @@ from ..core.intopt import VALUE_LIMIT
 __all__ = [
     "COUNT_LIMIT",
     "COUNT_WORDS",
+    "check_domain_files_known",
     "check_domain_not_input",
     "check_domain_paths",
     "check_not_aggregated",
@@ -202,6 +203,39 @@ def check_domain_not_input(
             raise DomainError(
                 f"the {role} ({description}) reads {shared[0]}, which the input reads too: its "
                 "categories would come from the private data. Pass the PUBLIC geography, or ",
+                Arg("domain_from_data", True),
+                " (recorded as not private)",
+                param="domain",
+            )
+
+
+def check_domain_files_known(
+    input_files: tuple[bool, bool], domains: Iterable[tuple[str, str, bool, bool]]
+) -> None:
+    """Refuse a domain when the engine cannot tell whether it reads the input's files: one
+    side reads files, the other reads files it could not list (a view reading a file by a
+    computed path, or through a table function the engine does not know). ``input_files`` and
+    each domain's last two fields: (reads files, the list of them is complete); ``domains``
+    are (role, description, reads files, complete).
+
+    Example:
+        >>> check_domain_files_known((True, True), [("domain", "view 'g'", True, True)])
+        >>> try:
+        ...     check_domain_files_known((True, True), [("domain", "view 'g'", True, False)])
+        ... except DomainError as exc:
+        ...     print(str(exc).split(" (a computed")[0])
+        the domain (view 'g') reads files it does not name
+    """
+    reads, complete = input_files
+    for role, description, dom_reads, dom_complete in domains:
+        if (dom_reads and not dom_complete and reads) or (reads and not complete and dom_reads):
+            who = f"the {role} ({description})" if not dom_complete else "the input"
+            other = "the input" if not dom_complete else f"the {role} ({description})"
+            raise DomainError(
+                f"{who} reads files it does not name (a computed path or a table function), "
+                f"and {other} reads files; which they are cannot be told, so the domain might "
+                "be the private data. Name the domain's files by their paths (checked against "
+                "the input's), load the domain into a table, or pass ",
                 Arg("domain_from_data", True),
                 " (recorded as not private)",
                 param="domain",

@@ -26,11 +26,12 @@ from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
-from ..checks import check_domain_not_input, check_not_aggregated
+from ..checks import check_domain_files_known, check_domain_not_input, check_not_aggregated
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
 from .catalog import (
+    Resolved,
     Source,
     Target,
     check_domain_types,
@@ -40,6 +41,7 @@ from .catalog import (
     drop_temp,
     file_spelling,
     join_type,
+    reads_files,
     remember,
     resolve_source,
     resolve_target,
@@ -197,6 +199,13 @@ class DuckDBEngine:
             self.input.resolved.keys,
             [
                 (self._domain_role(c), dom.description, dom.resolved.keys)
+                for c, dom in enumerate(self._domains)
+            ],
+        )
+        check_domain_files_known(
+            _files_read(self.input.resolved),
+            [
+                (self._domain_role(c), dom.description, *_files_read(dom.resolved))
                 for c, dom in enumerate(self._domains)
             ],
         )
@@ -560,6 +569,12 @@ class DuckDBEngine:
         ]:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(registered)
+
+
+def _files_read(resolved: Resolved) -> tuple[bool, bool]:
+    """Whether a source reads files (by its path, or a view or relation over them) and whether
+    the list of them is complete (see :mod:`.catalog.view_files`)."""
+    return bool(resolved.files) or reads_files(resolved.outside), resolved.files_complete
 
 
 def _last_parts(given: Sequence[object]) -> list[str]:

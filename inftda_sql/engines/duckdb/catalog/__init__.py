@@ -29,7 +29,8 @@ to the absolute paths of the files it names (symbolic links followed; a glob to 
 matches when the release starts, sorted), and read by exactly that list. Each resolved path is
 a budget key, like ``schema.table`` for a table: a release of a glob is charged to every file it
 read, as a join is charged to every table. (A view or relation that reads a file is still
-"outside" the catalog: DuckDB's plan does not say which file it reads.) To name a table whose
+"outside" the catalog in DuckDB's plan, which does not say which file it reads: its files are
+read from its SQL instead, :mod:`.view_files`.) To name a table whose
 name ends in ``.csv`` (schema ``s``, table ``csv``), quote it: ``s."csv"``.
 
 The modules: :mod:`.names` (tables, views and output places), :mod:`.files` (files named by
@@ -69,11 +70,13 @@ from .sources import (
     resolve_source,
     type_family,
 )
+from .view_files import FilesRead, files_read, reads_files
 
 __all__ = [
     "FILE_FORMATS",
     "LIBRARY_PREFIX",
     "FileInput",
+    "FilesRead",
     "Memo",
     "Resolved",
     "Source",
@@ -89,12 +92,14 @@ __all__ = [
     "existing",
     "file_spelling",
     "file_stem",
+    "files_read",
     "home_database",
     "is_file_key",
     "is_wide_number",
     "join_type",
     "lookup",
     "object_kind",
+    "reads_files",
     "reads_view",
     "remember",
     "resolve",

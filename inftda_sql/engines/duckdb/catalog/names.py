@@ -21,6 +21,7 @@ from .. import compile as _compile
 from ..compile import describe
 from ..sql import ident, render, rows, run, scalar
 from .memo import active
+from .view_files import files_read, reads_files
 
 #: plan leaves that read no data (constants, generators, references to a CTE planned elsewhere)
 _DATA_FREE = frozenset(
@@ -85,7 +86,10 @@ class Resolved:
     frame's label (``"pandas DataFrame"``, ``"polars DataFrame"``, ``"Arrow table"``; ``ref`` is
     None). ``reads`` are the base tables read (through views), ``outside`` what is read from
     outside the catalog (files read through a view or relation, Arrow tables, data frames), by
-    plan operator. ``home`` is the database that holds the ledger.
+    plan operator. ``home`` is the database that holds the ledger. ``files`` are also the files
+    a view or relation reads (:func:`.view_files.files_read`), and ``files_complete`` says
+    whether they are known to be all it reads (False: a file read by a computed path, a table
+    function not known).
     """
 
     spelling: str
@@ -95,6 +99,7 @@ class Resolved:
     outside: tuple[str, ...]
     home: str
     files: tuple[str, ...] = ()
+    files_complete: bool = True
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -200,9 +205,23 @@ def lookup(
     con: duckdb.DuckDBPyConnection, name: str, *, param: str | None = None, role: str = "name"
 ) -> tuple[TableRef, str] | None:
     """The table or view ``name`` denotes and its kind (``"table"``/``"view"``), or None."""
-    parts = _parts(name, param, role)
-    found = _objects(con, parts[-1])
-    for database, schema in _locations(con, parts, _context(con), param):
+    return find_object(con, _parts(name, param, role), None, param)
+
+
+def find_object(
+    con: duckdb.DuckDBPyConnection,
+    parts: tuple[str, ...],
+    where: tuple[str, str] | None,
+    param: str | None = None,
+) -> tuple[TableRef, str] | None:
+    """The table or view the name ``parts`` binds to and its kind, or None: in the current
+    database and schema, or with ``where`` (database, schema) in those, as the body of a view
+    stored there is bound (temporary objects first, then the search path, as DuckDB does)."""
+    found = _objects(con, parts[-1])  # first: a name the catalog memo lacks is read with it
+    ctx = _context(con)
+    if where is not None:
+        ctx = _Context(where[0], where[1], ctx.search)
+    for database, schema in _locations(con, parts, ctx, param):
         for ref, kind in found:
             if ref.database.lower() == database.lower() and ref.schema.lower() == schema.lower():
                 return ref, kind
@@ -299,9 +318,14 @@ def resolve(
         outside: tuple[str, ...] = ()
     else:
         reads, outside = base_tables(con, sql)
+    files: tuple[str, ...] = ()
+    complete = True
+    if reads_files(outside):  # a view or relation over files: which ones, from its SQL
+        found = files_read(con, sql)
+        files, complete = found.files, found.complete
     if ref is not None and ref.database.lower() == "temp":
         kind = f"temp {kind}"
-    return Resolved(spelling, ref, kind, reads, outside, home_database(con))
+    return Resolved(spelling, ref, kind, reads, outside, home_database(con), files, complete)
 
 
 def resolve_target(
