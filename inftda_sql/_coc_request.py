@@ -17,6 +17,7 @@ from .core.accounting import (
     count_of_counts_accounting,
 )
 from .core.coc import CONSISTENCY, MERGES
+from .core.names import file_spelling, file_stem
 from .core.rng import RandomSource, as_source
 from .core.spec import parse_hierarchy
 
@@ -131,11 +132,15 @@ class CountOfCountsRequest:
         )
         source = as_source(seed)
         if output is None:
-            if not isinstance(table, str):
+            path = file_spelling(table)
+            if path is not None:  # persons.parquet -> persons_count_of_counts
+                output = f"{file_stem(path)}_count_of_counts"
+            elif isinstance(table, str):
+                output = f"{table}_count_of_counts"
+            else:
                 raise SpecError(
                     Arg("output"), " is required when the input is a relation", param="output"
                 )
-            output = f"{table}_count_of_counts"
         if not isinstance(output, str) or not output or len(output.split(".")) > 2:
             raise SpecError(f"output must be a table name, got {output!r}", param="output")
         if isinstance(table, str) and output.lower() == table.lower():

@@ -171,6 +171,29 @@ def test_checks_name_regions_never_private_counts(con: duckdb.DuckDBPyConnection
         inftda_sql.release_count_of_counts(con, "persons", **kw)
 
 
+def test_groups_over_the_input_file_are_refused(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A groups table that is a view over the input's parquet file (DuckDB's plan does not name
+    the file; the view's SQL does) would list the private households: refused."""
+    _persons(con, WORLD)
+    path = tmp_path / "persons.parquet"
+    con.execute(f"COPY persons TO '{path}' (FORMAT parquet)").fetchall()
+    con.execute(
+        f"CREATE VIEW counted AS SELECT state, county, count(DISTINCT hh) AS n FROM '{path}' "
+        "GROUP BY ALL"
+    ).fetchall()
+    kw = {**KW, "groups": "counted"}
+    with pytest.raises(inftda_sql.DomainError, match=r"persons\.parquet, which the input reads"):
+        inftda_sql.release_count_of_counts(
+            con, str(path), **kw, max_size=10, epsilon=1.0, output="sizes"
+        )
+    # the file's own groups table serves, and the output is named after the file
+    r = inftda_sql.release_count_of_counts(con, path, **KW, max_size=10, epsilon=math.inf)
+    assert r.output == "persons_count_of_counts"
+    assert con.execute(f"SELECT * FROM {r.output} ORDER BY ALL").fetchall() == _truth(con)
+
+
 def test_argument_errors(con: duckdb.DuckDBPyConnection) -> None:
     _persons(con, WORLD)
     ok = {**KW, "max_size": 9, "epsilon": 1.0}

@@ -47,12 +47,13 @@ from ...core.coc import (
     with_empty_groups,
 )
 from ...core.tree import ChainTree
-from ..checks import check_domain_not_input, check_not_aggregated, looks_like_count
+from ..checks import check_not_aggregated, looks_like_count
 from . import compile as _compile
 from .catalog import (
     Source,
     Target,
     check_domain_types,
+    check_domains_not_input,
     check_scalar_type,
     count_column,
     drop_temp,
@@ -141,8 +142,8 @@ class CocEngine:
         self._groups = groups
         # the PUBLIC groups table is the domain: one that reads the input would take the
         # regions and their groups from the private data
-        check_domain_not_input(
-            src.resolved.keys, [("groups table", groups.description, groups.resolved.keys)]
+        check_domains_not_input(
+            src.resolved, [("groups table", groups.description, groups.resolved)]
         )
         check_targets(
             self.con,

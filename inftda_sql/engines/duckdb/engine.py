@@ -26,22 +26,21 @@ from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult
 from ..base import Scan
-from ..checks import check_domain_files_known, check_domain_not_input, check_not_aggregated
+from ..checks import check_not_aggregated
 from . import cache as _cache
 from . import compile as _compile
 from . import features as _features
 from .catalog import (
-    Resolved,
     Source,
     Target,
     check_domain_types,
+    check_domains_not_input,
     check_ledger_writable,
     check_scalar_type,
     count_column,
     drop_temp,
     file_spelling,
     join_type,
-    reads_files,
     remember,
     resolve_source,
     resolve_target,
@@ -195,17 +194,10 @@ class DuckDBEngine:
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that reads what the input reads (the same table or file) would take the
         categories from the private data while the release is recorded as private: refused."""
-        check_domain_not_input(
-            self.input.resolved.keys,
+        check_domains_not_input(
+            self.input.resolved,
             [
-                (self._domain_role(c), dom.description, dom.resolved.keys)
-                for c, dom in enumerate(self._domains)
-            ],
-        )
-        check_domain_files_known(
-            _files_read(self.input.resolved),
-            [
-                (self._domain_role(c), dom.description, *_files_read(dom.resolved))
+                (self._domain_role(c), dom.description, dom.resolved)
                 for c, dom in enumerate(self._domains)
             ],
         )
@@ -569,12 +561,6 @@ class DuckDBEngine:
         ]:
             with contextlib.suppress(duckdb.Error):
                 self.con.unregister(registered)
-
-
-def _files_read(resolved: Resolved) -> tuple[bool, bool]:
-    """Whether a source reads files (by its path, or a view or relation over them) and whether
-    the list of them is complete (see :mod:`.catalog.view_files`)."""
-    return bool(resolved.files) or reads_files(resolved.outside), resolved.files_complete
 
 
 def _last_parts(given: Sequence[object]) -> list[str]:

@@ -62,6 +62,7 @@ from .names import (
 from .sources import (
     Source,
     check_domain_types,
+    check_domains_not_input,
     check_scalar_type,
     count_column,
     drop_temp,
@@ -85,6 +86,7 @@ __all__ = [
     "active",
     "base_tables",
     "check_domain_types",
+    "check_domains_not_input",
     "check_ledger_writable",
     "check_scalar_type",
     "count_column",

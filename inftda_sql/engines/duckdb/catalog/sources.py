@@ -16,11 +16,13 @@ from ...._frames import frame_kind, frame_label, mapping_table, not_a_frame_hint
 from ....core.names import (
     file_spelling,
 )
+from ...checks import check_domain_files_known, check_domain_not_input
 from .. import compile as _compile
 from ..compile import describe, drop_temp_view, string_literal
 from ..sql import catalog_changed, ident, render, rows, run
 from .files import resolve_files
 from .names import Resolved, home_database, lookup, resolve
+from .view_files import reads_files
 
 _INTEGER_TYPES = {
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
@@ -335,3 +337,19 @@ def check_csv_fields(
     )
     with contextlib.suppress(duckdb.Error):  # another problem: the columns as DuckDB read them
         rows(con, sql)
+
+
+def check_domains_not_input(inp: Resolved, domains: Sequence[tuple[str, str, Resolved]]) -> None:
+    """Refuse a domain (role, description, what it is) that reads what the input reads: a base
+    table or a file, read by name, path or through views and relations; or that reads files it
+    cannot name beside an input that reads files (and the other way round)."""
+    check_domain_not_input(inp.keys, [(role, shown, dom.keys) for role, shown, dom in domains])
+    check_domain_files_known(
+        _files_read(inp), [(role, shown, *_files_read(dom)) for role, shown, dom in domains]
+    )
+
+
+def _files_read(resolved: Resolved) -> tuple[bool, bool]:
+    """Whether a source reads files (by its path, or a view or relation over them) and whether
+    the list of them is complete (see :mod:`.view_files`)."""
+    return bool(resolved.files) or reads_files(resolved.outside), resolved.files_complete
