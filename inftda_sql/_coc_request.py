@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ._errors import Arg, SpecError
-from ._request import check_choice, check_int, check_microdata
+from ._request import check_choice, check_int, check_microdata, check_not_sql
 from .core.accounting import (
     COC_METHODS,
     Budget,
@@ -136,6 +136,7 @@ class CountOfCountsRequest:
             if path is not None:  # persons.parquet -> persons_count_of_counts
                 output = f"{file_stem(path)}_count_of_counts"
             elif isinstance(table, str):
+                check_not_sql(table)
                 output = f"{table}_count_of_counts"
             else:
                 raise SpecError(

@@ -16,12 +16,12 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ._errors import Arg, DomainError, InternalError, Part, SpecError, Spelling
+from ._errors import Arg, DomainError, InputDataError, InternalError, Part, SpecError, Spelling
 from ._frames import FORMS, frame_kind, frame_label, require
 from .core.accounting import Accounting, Budget, check_distinct, check_privacy
 from .core.domains import Domain
 from .core.features import FeatureSpec, parse_features
-from .core.names import file_spelling, file_stem, split_name
+from .core.names import file_spelling, file_stem, split_name, sql_spelling_hint
 from .core.rng import RandomSource, as_source
 from .core.spec import TreeSpec, parse_hierarchy
 from .core.tree import ChainTree
@@ -35,6 +35,7 @@ __all__ = [
     "check_choice",
     "check_int",
     "check_microdata",
+    "check_not_sql",
     "normalise_domains",
 ]
 
@@ -351,6 +352,7 @@ class ReleaseRequest:
             if path is not None:
                 output = f"{file_stem(path)}_private"  # od.parquet -> od_private
             elif isinstance(table, str):
+                check_not_sql(table)
                 output = f"{table}_private"
             elif return_as is not None:
                 raise SpecError(
@@ -548,3 +550,11 @@ def _measurements_table(measurements: object, mech: object, output: str | None) 
             param="measurements",
         )
     return f"{output}_measurements"
+
+
+def check_not_sql(table: str) -> None:
+    """Refuse an input written as SQL (a quoted path, a reader call) before a default output is
+    named after it: it names no table or file."""
+    hint = sql_spelling_hint(table)
+    if hint is not None:
+        raise InputDataError(f"table {table!r} names no table or file: {hint}", param="table")

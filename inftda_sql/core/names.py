@@ -16,6 +16,7 @@ __all__ = [
     "file_stem",
     "is_file_key",
     "split_name",
+    "sql_spelling_hint",
 ]
 
 #: file name endings read here, and DuckDB's reader of each (compressed: ``.gz``, ``.zst``)
@@ -87,6 +88,31 @@ def file_spelling(obj: object) -> str | None:
         return None
     if any(ch in obj for ch in "/\\") or GLOB_CHARS & set(obj) or file_format(obj):
         return obj
+    return None
+
+
+def sql_spelling_hint(name: object) -> str | None:
+    """How to pass a source written as SQL (a path in quotes, a reader call), which names no
+    table or file; None for any other name.
+
+    Example:
+        >>> sql_spelling_hint("'od.parquet'")
+        "write the path without SQL quotes: 'od.parquet'"
+        >>> print(sql_spelling_hint("read_parquet('od.parquet')").split(",")[0])
+        pass the path itself ('od.parquet')
+        >>> sql_spelling_hint("trips") is None
+        True
+    """
+    if not isinstance(name, str):
+        return None
+    inner = name.strip()
+    if len(inner) > 1 and inner[0] == inner[-1] == "'":
+        return f"write the path without SQL quotes: {inner[1:-1]!r}"
+    call = inner.find("(")
+    if call > 0 and inner.endswith(")") and inner[:call].strip().lower().startswith("read_"):
+        first = inner[call + 1 : -1].split(",")[0].strip()
+        path = first[1:-1] if len(first) > 1 and first[0] == first[-1] == "'" else first
+        return f'pass the path itself ({path!r}), or a relation: con.sql("SELECT * FROM {inner}")'
     return None
 
 

@@ -403,3 +403,18 @@ def test_a_view_over_the_input_file_is_no_domain(db: duckdb.DuckDBPyConnection) 
     db.execute("CREATE VIEW geo_v AS FROM 'geo.parquet'")
     _release(db, "od_v", domain="geo_v", output="t")
     assert released(db, "t") == truth_leaves()
+
+
+def test_a_path_written_as_sql_says_how_to_write_it(db: duckdb.DuckDBPyConnection) -> None:
+    """A path in SQL quotes, or a reader call, names no table or file: the error gives the path
+    to pass, with or without an output named (before a default output is named after it)."""
+    for output in (None, "t"):
+        with pytest.raises(inftda_sql.InputDataError, match=r"without SQL quotes: 'od\.parquet'"):
+            _release(db, "'od.parquet'", output=output)
+        with pytest.raises(inftda_sql.InputDataError, match=r"path itself \('od\.parquet'\)"):
+            _release(db, "read_parquet('od.parquet')", output=output)
+        with pytest.raises(
+            inftda_sql.InputDataError, match=r"without SQL quotes: '\./od\.parquet'"
+        ):
+            _release(db, "'./od.parquet'", output=output)
+    assert objects(db) == []

@@ -14,6 +14,7 @@ from ....core.names import (
     FILE_FORMATS,
     GLOB_CHARS,
     file_format,
+    sql_spelling_hint,
 )
 
 _KIND = {"parquet": "parquet file", "csv": "CSV file"}
@@ -80,8 +81,8 @@ def resolve_files(
             )
         if not path.is_file():
             raise error(
-                f"{role} {text!r}: no such file ({pattern!r}); check the path, or name a table "
-                "of the database",
+                f"{role} {text!r}: no such file ({pattern!r}); "
+                f"{sql_spelling_hint(text) or 'check the path, or name a table of the database'}",
                 param=param,
             )
         found = [pattern]

@@ -13,9 +13,7 @@ import duckdb
 
 from ...._errors import DomainError, InftdaError, InputDataError, SpecError
 from ...._frames import frame_kind, frame_label, mapping_table, not_a_frame_hint
-from ....core.names import (
-    file_spelling,
-)
+from ....core.names import file_spelling, sql_spelling_hint
 from ...checks import check_domain_files_known, check_domain_not_input
 from .. import compile as _compile
 from ..compile import describe, drop_temp_view, string_literal
@@ -209,6 +207,9 @@ def resolve_source(
     if isinstance(obj, str):
         found = lookup(con, obj, param=param, role=role)
         if found is None:
+            hint = sql_spelling_hint(obj)
+            if hint is not None:
+                raise error(f"{role} {obj!r} names no table or file: {hint}", param=param)
             tables = [r[0] for r in rows(con, render("catalog.some_tables"))]
             hint = ", ".join(tables) if tables else "(none)"
             raise error(
