@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import InternalError, SpecError
-from .arrays import I64
+from .arrays import I64, increasing, integer_views
 from .spec import TreeSpec
 
 __all__ = [
@@ -174,17 +174,24 @@ def _column(table: pa.Table, index: int) -> pa.Array:
     return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
 
 
-def _not_equal_to_previous(values: pa.Array) -> npt.NDArray[np.bool_]:
-    """Boolean per row (the first row True): does the value differ from the previous row's?"""
+def _not_equal_to_previous(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
+    """Boolean per row (the first row True): does the value differ from the previous row's?
+    An integer column is compared chunk by chunk where it was fetched (no combined copy)."""
     n = len(values)
     out = np.ones(n, dtype=bool)
-    if n > 1:
-        if pa.types.is_integer(values.type) and not values.null_count:
-            arr = values.to_numpy()
-            np.not_equal(arr[1:], arr[:-1], out=out[1:])
-        else:
-            neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
-            out[1:] = neq.fill_null(True).to_numpy(zero_copy_only=False)
+    views = integer_views(values)
+    if views is not None:
+        pos = 0
+        for i, arr in enumerate(views):
+            if i:  # the first row of a chunk against the last row of the one before
+                out[pos] = arr[0] != views[i - 1][-1]
+            np.not_equal(arr[1:], arr[:-1], out=out[pos + 1 : pos + arr.size])
+            pos += arr.size
+    elif n > 1:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+        out[1:] = neq.fill_null(True).to_numpy(zero_copy_only=False)
     return out
 
 
@@ -201,7 +208,7 @@ def paths_sorted(paths: pa.Table) -> bool:
         False
     """
     n = paths.num_rows
-    if any(_column(paths, i).null_count for i in range(paths.num_columns)):
+    if any(paths.column(i).null_count for i in range(paths.num_columns)):
         return False
     if n < 2:
         return True
@@ -227,25 +234,25 @@ def _each_column_nondecreasing(paths: pa.Table) -> bool:
     """True when every column is integer, without NULLs, and nondecreasing on its own: then the
     rows are in order (the first column where two consecutive rows differ has the smaller value
     first). One comparison per column, about a third of the general check's work; it covers the
-    common geography table whose codes nest (a state's code rises with its counties')."""
+    common geography table whose codes nest (a state's code rises with its counties'). Read
+    chunk by chunk, as fetched."""
     for i in range(paths.num_columns):
-        values = _column(paths, i)
-        if not pa.types.is_integer(values.type) or values.null_count:
-            return False
-        arr = values.to_numpy()
-        if not bool((arr[1:] >= arr[:-1]).all()):
+        views = integer_views(paths.column(i))
+        if views is None or not increasing(views, strict=False):
             return False
     return True
 
 
-def _has_repeats(first_values: pa.Array, n_nodes: int) -> bool:
+def _has_repeats(first_values: pa.Array | pa.ChunkedArray, n_nodes: int) -> bool:
     """True if a value names two nodes of a depth (one value per node: its first row)."""
-    if pa.types.is_integer(first_values.type):
-        arr = first_values.to_numpy()
-        if arr.size < 2 or bool((arr[1:] > arr[:-1]).all()):  # increasing: no repeats
+    views = integer_views(first_values)
+    if views is not None:
+        if increasing(views, strict=True):  # no repeats
             return False
-        arr = np.sort(arr)
+        arr = np.sort(np.concatenate(views))
         return bool(np.any(arr[1:] == arr[:-1]))
+    if isinstance(first_values, pa.ChunkedArray):
+        first_values = first_values.combine_chunks()
     n = len(first_values)
     if n < 2:
         return False
@@ -308,7 +315,7 @@ def code_paths(paths: pa.Table) -> CodedPaths:
     # starts[d - 1]: the row starts a new depth-d node (a change in one of the first d columns)
     starts: list[npt.NDArray[np.bool_]] = []
     for d in range(n_cols):
-        neq = _not_equal_to_previous(_column(paths, d))
+        neq = _not_equal_to_previous(paths.column(d))
         if starts:
             np.logical_or(neq, starts[-1], out=neq)
         starts.append(neq)
@@ -328,7 +335,7 @@ def code_paths(paths: pa.Table) -> CodedPaths:
             )
         n_nodes = int(code[-1]) + 1
         if d > 1:
-            values = _column(paths, d - 1)
+            values = paths.column(d - 1)  # chunked as fetched: the filter keeps the chunks
             firsts = values if d == n_cols else values.filter(pa.array(start))
             if _has_repeats(firsts, n_nodes):
                 return CodedPaths(paths, tuple(codes), None, d)

@@ -157,3 +157,26 @@ def test_a_check_remembered_per_domain_keys_a_sorted_domain(
     con.execute("UPDATE geo SET region = 9 WHERE province = 11").fetchall()
     with pytest.raises(DomainError, match="under other ancestors"):
         _release(con, rho=float("inf"), overwrite=True, check_ancestors="cached")
+
+
+def test_a_sorted_domain_is_coded_in_the_chunks_it_was_fetched_in(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    # 400K paths come from DuckDB in several Arrow chunks: the order check, the coding and the
+    # leaf index read them where they are (no combined copy), with the codes of a combined read
+    n = 400_000
+    code = np.arange(n)
+    con.register("g", pa.table({"region": code // 100_000, "province": code // 1000, "mun": code}))
+    con.execute("CREATE TABLE geo AS SELECT * FROM g").fetchall()
+    con.unregister("g")
+    names = compile_module.TempNames("__inftda_test_")
+    coded = domain_module.build_chain(
+        con, names, 0, CHAIN, '"geo"', ["BIGINT"] * 3, "domain", source="geo"
+    )
+    assert coded.paths.column(0).num_chunks > 1
+    assert coded.tree.sizes == (1, 4, 400, n)
+    assert coded.leaf_index is not None and coded.leaf_index.leaves is None
+    registered = con.execute(f"SELECT __d1, __d2, __d3 FROM {coded.table_sql} ORDER BY mun")
+    assert registered.fetchall()[::99_999] == [
+        (k // 100_000, k // 1000, k) for k in range(0, n, 99_999)
+    ]

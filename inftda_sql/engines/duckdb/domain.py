@@ -156,8 +156,9 @@ def build_chain(
         paths = None
         if source is not None:  # read as it is stored: sorted only if it is not sorted
             sql = render("cache.domain_paths_unsorted", casts=casts, domain=domain_sql)
-            # one chunk per column: numpy views, no copy per use
-            paths = arrow(con, sql).combine_chunks()
+            # kept in the chunks DuckDB fetched (combining them would copy every column into
+            # new memory): the order check, the coding and the leaf index read them in place
+            paths = arrow(con, sql)
             if paths.num_rows == 0:
                 raise empty_domain(role, chain)
             if not paths_sorted(paths):
@@ -168,7 +169,7 @@ def build_chain(
                     store = True
                 paths = None
         if paths is None:
-            paths = arrow(con, _compile.domain_paths(chain, domain_sql, types)).combine_chunks()
+            paths = arrow(con, _compile.domain_paths(chain, domain_sql, types))
     except duckdb.ConversionException as exc:
         raise _conversion_error(role, chain, types, exc) from exc
     check_domain_paths(paths, role, chain)
