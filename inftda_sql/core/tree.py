@@ -9,6 +9,7 @@ children of one parent are one contiguous key range.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -266,34 +267,53 @@ class CodedPaths:
     """A chain's distinct domain paths with their dense codes, and the tree they form.
 
     ``paths`` holds the chain's columns, one row per distinct path in sorted order;
-    ``codes[d - 1]`` is the code of every row's depth-``d`` node. ``not_nested`` is the first
-    depth (>= 2) whose values name more than one node (the domain is not nested), else None.
+    ``codes[d - 1]`` is the code of every row's depth-``d`` node (made on first use: a release
+    that codes its leaf cells without the code table never needs them, and they are three
+    arrays as long as the domain). ``not_nested`` is the first depth (>= 2) whose values name
+    more than one node (the domain is not nested), else None. ``firsts[d - 1]``: the rows where
+    a depth-``d`` node starts, for the depths above the leaves that were coded.
     """
 
     paths: pa.Table
-    codes: tuple[I64, ...]
+    firsts: tuple[I64, ...]
     tree: ChainTree | None
     not_nested: int | None
 
+    @functools.cached_property
+    def codes(self) -> tuple[I64, ...]:
+        """Every coded depth's code of every row: node ``k`` repeated over its rows (a running
+        count of starts, without a cumulative sum); the leaves' are the row numbers."""
+        n = self.paths.num_rows
+        out = [
+            np.repeat(np.arange(first.size, dtype=np.int64), np.diff(first, append=n))
+            for first in self.firsts
+        ]
+        if self.tree is not None:
+            out.append(np.arange(n, dtype=np.int64))
+        return tuple(out)
 
-def _tree(codes: Sequence[I64], starts: Sequence[npt.NDArray[np.bool_]]) -> ChainTree:
-    """The tree of coded paths: ``codes[d - 1]`` the depth-``d`` code of every path (in code
-    order), ``starts[d - 1]`` where a depth-``d`` node starts. A parent's first child is the
-    child code at the row where the parent starts, so the child ranges are read off directly."""
+
+def _tree(firsts: Sequence[I64], n_paths: int) -> ChainTree:
+    """The tree of coded paths from ``firsts[d - 1]``, the rows where a depth-``d`` node starts
+    (every depth above the leaves; a leaf starts at every row). A parent's first child is the
+    child node starting at the row where the parent starts, so the child ranges are read off
+    directly: the rank of that row among the child depth's starts (its row for the leaves)."""
     sizes = [1]
     offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
-    previous: npt.NDArray[np.bool_] | None = None
-    for code, start in zip(codes, starts, strict=True):
-        n_nodes = int(code[-1]) + 1 if code.size else 0
+    previous: I64 | None = None
+    for first in [*firsts, None]:
+        n_nodes = n_paths if first is None else first.size
         off = np.empty(sizes[-1] + 1, dtype=np.int64)
         if previous is None:
             off[0] = 0
-        else:
-            off[:-1] = code[previous]
+        elif first is None:
+            off[:-1] = previous
+        else:  # a parent's start is a start of its first child
+            off[:-1] = np.searchsorted(first, previous)
         off[-1] = n_nodes
         offsets.append(off)
         sizes.append(n_nodes)
-        previous = start
+        previous = first
     return ChainTree(sizes=tuple(sizes), child_offsets=tuple(offsets))
 
 
@@ -323,21 +343,16 @@ def code_paths(paths: pa.Table) -> CodedPaths:
     if not distinct.all():  # the domain lists some paths twice
         paths = paths.filter(pa.array(distinct))
         starts = [c[distinct] for c in starts]
-    codes: list[I64] = []
+    firsts: list[I64] = []
     for d in range(1, n_cols + 1):
         start = starts[d - 1]
-        if d == n_cols:  # the distinct paths themselves
-            code = np.arange(start.size, dtype=np.int64)
-        else:  # node k repeated over its rows (a running count of starts, without a cumsum)
-            first = np.flatnonzero(start)
-            code = np.repeat(
-                np.arange(first.size, dtype=np.int64), np.diff(first, append=start.size)
-            )
-        n_nodes = int(code[-1]) + 1
+        first = None if d == n_cols else np.flatnonzero(start).astype(np.int64, copy=False)
+        n_nodes = start.size if first is None else first.size
         if d > 1:
             values = paths.column(d - 1)  # chunked as fetched: the filter keeps the chunks
-            firsts = values if d == n_cols else values.filter(pa.array(start))
-            if _has_repeats(firsts, n_nodes):
-                return CodedPaths(paths, tuple(codes), None, d)
-        codes.append(code)
-    return CodedPaths(paths, tuple(codes), _tree(codes, starts), None)
+            firsts_of_nodes = values if first is None else values.filter(pa.array(start))
+            if _has_repeats(firsts_of_nodes, n_nodes):
+                return CodedPaths(paths, tuple(firsts), None, d)
+        if first is not None:
+            firsts.append(first)
+    return CodedPaths(paths, tuple(firsts), _tree(firsts, paths.num_rows), None)

@@ -12,6 +12,7 @@ import pytest
 
 import inftda_sql
 from inftda_sql import DomainError, InputDataError
+from inftda_sql.core import tree as tree_module
 from inftda_sql.engines.duckdb import cache as cache_module
 from inftda_sql.engines.duckdb import compile as compile_module
 from inftda_sql.engines.duckdb import domain as domain_module
@@ -180,3 +181,29 @@ def test_a_sorted_domain_is_coded_in_the_chunks_it_was_fetched_in(
     assert registered.fetchall()[::99_999] == [
         (k // 100_000, k // 1000, k) for k in range(0, n, 99_999)
     ]
+
+
+@pytest.mark.parametrize("leaf_step", [1, 3, 1000])  # contiguous, dense with gaps, sparse
+def test_integer_leaves_coded_by_the_index_make_no_code_arrays(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, leaf_step: int
+) -> None:
+    # the code table (the paths and a code array per depth, each as long as the domain) is
+    # made only for SQL that reads it: a release whose leaves are coded by the leaf index never
+    # makes it, and releases the same table
+    _world(con, leaf_step=leaf_step)
+    seeded = _release(con, **SEEDED)
+    made: list[int] = []
+    real = tree_module.CodedPaths.codes
+
+    def counting(self: tree_module.CodedPaths) -> tuple[np.ndarray, ...]:
+        made.append(1)
+        return real.func(self)
+
+    monkeypatch.setattr(tree_module.CodedPaths, "codes", property(counting))
+    assert _release(con, **SEEDED) == seeded
+    assert made == []
+    # a leaf value the domain lacks: the error's query reads the code table, made then
+    con.execute("INSERT INTO persons VALUES (99999)").fetchall()
+    with pytest.raises(DomainError, match=r"mun=99999"):
+        _release(con, **SEEDED)
+    assert made

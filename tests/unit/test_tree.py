@@ -269,3 +269,18 @@ def test_chunked_paths_code_and_order_as_the_combined_paths(
         assert parts.tree is not None and parts.tree.sizes == whole.tree.sizes
         for a, b in zip(parts.tree.child_offsets, whole.tree.child_offsets, strict=True):
             assert a.tolist() == b.tolist()
+
+
+def test_code_paths_makes_the_tree_without_the_code_arrays() -> None:
+    # the per-row codes (three domain-long arrays for a 3-level chain) are made on first use
+    table = pa.table({"a": [0, 0, 1, 1, 1], "b": [0, 1, 2, 3, 3], "c": [0, 1, 2, 3, 4]})
+    coded = code_paths(table)
+    assert "codes" not in vars(coded)
+    assert coded.tree is not None and coded.tree.sizes == (1, 2, 4, 5)
+    assert [o.tolist() for o in coded.tree.child_offsets] == [
+        [0],
+        [0, 2],
+        [0, 2, 4],
+        [0, 1, 2, 3, 5],
+    ]
+    assert [c.tolist() for c in coded.codes] == [[0, 0, 1, 1, 1], [0, 1, 2, 3, 3], [0, 1, 2, 3, 4]]
