@@ -77,6 +77,12 @@ class LeafIndex:
         list. ``values`` must have the type of the leaves (:meth:`accepts`)."""
         if self.leaves is None:
             first, span = self.first, self.last - self.first + 1
+            if self.lookup is None and values.size:
+                low, high = int(values.min()), int(values.max())
+                if first <= low and high <= self.last:  # all listed: the offsets, no masks
+                    code = values.astype(np.int64)
+                    code -= first
+                    return code, np.zeros(values.size, dtype=bool)
             # in int64 (a uint64 value above 2**63 wraps: then it is outside the span anyway)
             offset = values.astype(np.int64) - first
             inside = (values >= first) & (offset >= 0) & (offset < span)

@@ -108,3 +108,16 @@ def test_dense_uint64_leaves_beyond_int64_are_searched() -> None:
     assert index is not None and index.lookup is None
     codes, missing = index.codes(np.array([2**63 + 2, 2**63 + 1, 5], dtype=np.uint64))
     assert codes.tolist() == [1, 0, 0] and missing.tolist() == [False, True, True]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(2**40), 2**40), st.integers(1, 50), st.data())
+def test_contiguous_leaves_code_values_all_listed_by_their_offset(
+    first: int, size: int, data: st.DataObject
+) -> None:
+    # the common case (every value listed) takes a shortcut: the same codes, nothing missing
+    index = LeafIndex.of(pa.array(np.arange(first, first + size)))
+    assert index is not None and index.leaves is None and index.lookup is None
+    offsets = data.draw(st.lists(st.integers(0, size - 1), max_size=20))
+    codes, missing = index.codes(np.array([first + k for k in offsets], dtype=np.int64))
+    assert codes.tolist() == offsets and not missing.any()
