@@ -129,7 +129,8 @@ def build_chain(
     lazy: bool = False,
 ) -> CodedChain:
     """Validate and code one chain's domain, read from the cache when it is there; register the
-    code table as ``names.codes(index)`` otherwise (``lazy``: only when the caller calls
+    code table as ``names.codes(index)`` otherwise (``lazy``, for leaves that
+    :attr:`CodedChain.leaf_index` codes: only when the caller calls
     :attr:`CodedChain.register`, which it must do before any SQL reads the code table).
     ``source`` describes the domain (for the cache's bookkeeping); None never uses the cache
     (a domain taken from the data). ``definitions``: those of the views the domain is read
@@ -196,9 +197,12 @@ def build_chain(
         # release (the caller unregisters it).
         con.register(codes_name, table)
 
-    if not lazy or store:  # a coding to store is read from the code table after the release
+    chain_coded = CodedChain(coded.tree, coded.paths, ident(codes_name), content, store, register)
+    # made now unless the leaf index may spare it (a coding to store is read from the code
+    # table after the release; leaves without an index are joined to it by the scan)
+    if not lazy or store or chain_coded.leaf_index is None:
         register()
-    return CodedChain(coded.tree, coded.paths, ident(codes_name), content, store, register)
+    return chain_coded
 
 
 def _nesting_error(
