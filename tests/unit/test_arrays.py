@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inftda_sql.core.arrays import increasing, integer_views
+from inftda_sql.core.arrays import increasing, integer_views, take_sorted
 
 
 @settings(max_examples=300, deadline=None)
@@ -36,3 +36,23 @@ def test_only_integer_columns_without_nulls_have_views() -> None:
     assert integer_views(pa.array([1.0, 2.0])) is None
     assert integer_views(pa.chunked_array([[1], [None]], type=pa.int32())) is None
     assert integer_views(pa.chunked_array([], type=pa.int64())) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-5, 5), max_size=4), min_size=1, max_size=5),
+    st.data(),
+)
+def test_take_sorted_gathers_as_arrow_take(chunks: list[list[int]], data: st.DataObject) -> None:
+    # released cells decoded from the domain's chunks where they lie: Arrow's take's values
+    column = pa.chunked_array(chunks, type=pa.int32())
+    n = len(column)
+    index = np.array(
+        sorted(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=12))) if n else [],
+        dtype=np.int64,
+    )
+    got = take_sorted(column, index)
+    assert isinstance(got, pa.Array) and got.type == pa.int32()
+    assert got.to_pylist() == column.take(pa.array(index, pa.int64())).to_pylist()
+    strings = pa.chunked_array([["a", "b"], ["c"]])
+    assert take_sorted(strings, np.array([0, 2])).to_pylist() == ["a", "c"]

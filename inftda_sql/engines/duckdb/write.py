@@ -55,7 +55,7 @@ import pyarrow as pa
 from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError, SpecError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
-from ...core.arrays import I64, increasing
+from ...core.arrays import I64, increasing, take_sorted
 from ...core.bounds import view_bounds
 from ...core.cells import sort_order
 from ...core.measurements import Collector
@@ -489,7 +489,11 @@ def released_table(spec: TreeSpec, result: TopDownResult, paths: Sequence[pa.Tab
     order = None if ordered else _leaf_order(result.codes, sizes)
     columns: dict[str, pa.Array] = {}
     for c, chain in enumerate(spec.chains):
-        index = pa.array(result.codes[c] if order is None else result.codes[c][order])
+        if order is None:  # in code order: gathered from the domain's chunks as they lie
+            for col in chain:
+                columns[col] = take_sorted(paths[c].column(col), result.codes[c])
+            continue
+        index = pa.array(result.codes[c][order])
         for col in chain:
             columns[col] = paths[c].column(col).take(index)
     columns["count"] = pa.array(result.counts if order is None else result.counts[order])
