@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import InternalError, SpecError
-from .arrays import I64, increasing, integer_views
+from .arrays import I64, increasing, integer_views, take_sorted
 from .spec import TreeSpec
 
 __all__ = [
@@ -349,8 +349,9 @@ def code_paths(paths: pa.Table) -> CodedPaths:
         first = None if d == n_cols else np.flatnonzero(start).astype(np.int64, copy=False)
         n_nodes = start.size if first is None else first.size
         if d > 1:
-            values = paths.column(d - 1)  # chunked as fetched: the filter keeps the chunks
-            firsts_of_nodes = values if first is None else values.filter(pa.array(start))
+            values = paths.column(d - 1)  # chunked as fetched
+            # each node's value at its first row (gathered there, not a filter over every row)
+            firsts_of_nodes = values if first is None else take_sorted(values, first)
             if _has_repeats(firsts_of_nodes, n_nodes):
                 return CodedPaths(paths, tuple(firsts), None, d)
         if first is not None:
