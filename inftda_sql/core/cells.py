@@ -42,6 +42,8 @@ def exact_sum(values: I64) -> int:
     """
     if values.size == 0:
         return 0
+    if int(values.max()) <= (2**63 - 1) // values.size:  # no partial sum can overflow
+        return int(values.sum())
     high = int(np.sum(values >> 31))
     low = int(np.sum(values & ((1 << 31) - 1)))
     return (high << 31) + low

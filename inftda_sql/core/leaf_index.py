@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from .arrays import I64
+from .arrays import I64, increasing, integer_views
 
 __all__ = ["LeafIndex"]
 
@@ -27,9 +27,11 @@ _DENSE_SLOTS_PER_LEAF = 4
 
 @dataclass(frozen=True)
 class LeafIndex:
-    """The leaf values of a coded domain, in code order, strictly increasing integers, and
-    where they have gaps but are dense, a lookup table from ``value - leaves[0]`` to the code
-    (-1 for no leaf).
+    """The leaf values of a coded domain, in code order, strictly increasing integers: the
+    first and last of them and their number, and where they have gaps but are dense, a lookup
+    table from ``value - first`` to the code (-1 for no leaf); the values themselves
+    (``leaves``) only where a binary search needs them (contiguous or looked-up leaves are
+    coded from ``first`` alone, and their column is never copied).
 
     Example:
         >>> index = LeafIndex.of(pa.array([10, 20, 30]))
@@ -38,38 +40,49 @@ class LeafIndex:
         ([2, 0, 0, 0], [False, False, True, True])
     """
 
-    leaves: npt.NDArray[np.integer]
+    first: int
+    last: int
+    size: int
     type: pa.DataType
     lookup: npt.NDArray[np.int32] | None
+    leaves: npt.NDArray[np.integer] | None
 
     @classmethod
     def of(cls, leaves: pa.Array | pa.ChunkedArray) -> LeafIndex | None:
         """The index of a domain's leaf column (in code order), or None when its values are
-        not integers strictly increasing in code order (then the engine joins)."""
-        if isinstance(leaves, pa.ChunkedArray):
-            leaves = leaves.combine_chunks()
-        if not pa.types.is_integer(leaves.type) or leaves.null_count or len(leaves) == 0:
+        not integers strictly increasing in code order (then the engine joins). A fetched
+        column is read chunk by chunk where it lies."""
+        views = integer_views(leaves)
+        if not views or not increasing(views, strict=True):
             return None
-        values = leaves.to_numpy()
-        if values.size > 1 and not bool((values[1:] > values[:-1]).all()):
-            return None
-        span = int(values[-1]) - int(values[0]) + 1
+        first, last, size = int(views[0][0]), int(views[-1][-1]), len(leaves)
+        span = last - first + 1
         lookup = None
-        if values.size < span <= _DENSE_SLOTS_PER_LEAF * values.size < 2**31:  # == size: no gaps
+        # leaves at or beyond 2**63 (uint64) have no int64 offset: they are searched instead
+        if size < span <= _DENSE_SLOTS_PER_LEAF * size < 2**31 and last < 2**63:  # == size: no gaps
             lookup = np.full(span, -1, dtype=np.int32)
-            # in int64: the leaves' own type (int8, int16 ...) would wrap values - values[0]
-            lookup[values.astype(np.int64) - int(values[0])] = np.arange(
-                values.size, dtype=np.int32
-            )
-        return cls(values, leaves.type, lookup)
+            pos = 0
+            for values in views:
+                # in int64: the leaves' own type (int8, int16 ...) would wrap values - first
+                lookup[values.astype(np.int64) - first] = np.arange(
+                    pos, pos + values.size, dtype=np.int32
+                )
+                pos += values.size
+        by_offset = (lookup is not None or span == size) and last < 2**63
+        stored = None if by_offset else views[0] if len(views) == 1 else np.concatenate(views)
+        return cls(first, last, size, leaves.type, lookup, stored)
 
     def codes(self, values: npt.NDArray[np.integer]) -> tuple[I64, npt.NDArray[np.bool_]]:
         """The code of every value (0 where missing) and which values the domain does not
         list. ``values`` must have the type of the leaves (:meth:`accepts`)."""
-        n = self.leaves.size
-        first = int(self.leaves[0])
-        span = int(self.leaves[-1]) - first + 1
-        if (self.lookup is not None or span == n) and int(self.leaves[-1]) < 2**63:
+        if self.leaves is None:
+            first, span = self.first, self.last - self.first + 1
+            if self.lookup is None and values.size:
+                low, high = int(values.min()), int(values.max())
+                if first <= low and high <= self.last:  # all listed: the offsets, no masks
+                    code = values.astype(np.int64)
+                    code -= first
+                    return code, np.zeros(values.size, dtype=bool)
             # in int64 (a uint64 value above 2**63 wraps: then it is outside the span anyway)
             offset = values.astype(np.int64) - first
             inside = (values >= first) & (offset >= 0) & (offset < span)
@@ -82,7 +95,7 @@ class LeafIndex:
             code[~inside] = 0
             return code, ~inside
         pos = np.searchsorted(self.leaves, values)
-        found = pos < n
+        found = pos < self.size
         found[found] = self.leaves[pos[found]] == values[found]
         code = np.where(found, pos, 0).astype(np.int64, copy=False)
         return code, ~found

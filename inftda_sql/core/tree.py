@@ -9,6 +9,7 @@ children of one parent are one contiguous key range.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import InternalError, SpecError
-from .arrays import I64
+from .arrays import I64, increasing, integer_views, take_sorted
 from .spec import TreeSpec
 
 __all__ = [
@@ -174,17 +175,24 @@ def _column(table: pa.Table, index: int) -> pa.Array:
     return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
 
 
-def _not_equal_to_previous(values: pa.Array) -> npt.NDArray[np.bool_]:
-    """Boolean per row (the first row True): does the value differ from the previous row's?"""
+def _not_equal_to_previous(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
+    """Boolean per row (the first row True): does the value differ from the previous row's?
+    An integer column is compared chunk by chunk where it was fetched (no combined copy)."""
     n = len(values)
     out = np.ones(n, dtype=bool)
-    if n > 1:
-        if pa.types.is_integer(values.type) and not values.null_count:
-            arr = values.to_numpy()
-            np.not_equal(arr[1:], arr[:-1], out=out[1:])
-        else:
-            neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
-            out[1:] = neq.fill_null(True).to_numpy(zero_copy_only=False)
+    views = integer_views(values)
+    if views is not None:
+        pos = 0
+        for i, arr in enumerate(views):
+            if i:  # the first row of a chunk against the last row of the one before
+                out[pos] = arr[0] != views[i - 1][-1]
+            np.not_equal(arr[1:], arr[:-1], out=out[pos + 1 : pos + arr.size])
+            pos += arr.size
+    elif n > 1:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        neq = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+        out[1:] = neq.fill_null(True).to_numpy(zero_copy_only=False)
     return out
 
 
@@ -201,7 +209,7 @@ def paths_sorted(paths: pa.Table) -> bool:
         False
     """
     n = paths.num_rows
-    if any(_column(paths, i).null_count for i in range(paths.num_columns)):
+    if any(paths.column(i).null_count for i in range(paths.num_columns)):
         return False
     if n < 2:
         return True
@@ -227,25 +235,25 @@ def _each_column_nondecreasing(paths: pa.Table) -> bool:
     """True when every column is integer, without NULLs, and nondecreasing on its own: then the
     rows are in order (the first column where two consecutive rows differ has the smaller value
     first). One comparison per column, about a third of the general check's work; it covers the
-    common geography table whose codes nest (a state's code rises with its counties')."""
+    common geography table whose codes nest (a state's code rises with its counties'). Read
+    chunk by chunk, as fetched."""
     for i in range(paths.num_columns):
-        values = _column(paths, i)
-        if not pa.types.is_integer(values.type) or values.null_count:
-            return False
-        arr = values.to_numpy()
-        if not bool((arr[1:] >= arr[:-1]).all()):
+        views = integer_views(paths.column(i))
+        if views is None or not increasing(views, strict=False):
             return False
     return True
 
 
-def _has_repeats(first_values: pa.Array, n_nodes: int) -> bool:
+def _has_repeats(first_values: pa.Array | pa.ChunkedArray, n_nodes: int) -> bool:
     """True if a value names two nodes of a depth (one value per node: its first row)."""
-    if pa.types.is_integer(first_values.type):
-        arr = first_values.to_numpy()
-        if arr.size < 2 or bool((arr[1:] > arr[:-1]).all()):  # increasing: no repeats
+    views = integer_views(first_values)
+    if views is not None:
+        if increasing(views, strict=True):  # no repeats
             return False
-        arr = np.sort(arr)
+        arr = np.sort(np.concatenate(views))
         return bool(np.any(arr[1:] == arr[:-1]))
+    if isinstance(first_values, pa.ChunkedArray):
+        first_values = first_values.combine_chunks()
     n = len(first_values)
     if n < 2:
         return False
@@ -259,34 +267,53 @@ class CodedPaths:
     """A chain's distinct domain paths with their dense codes, and the tree they form.
 
     ``paths`` holds the chain's columns, one row per distinct path in sorted order;
-    ``codes[d - 1]`` is the code of every row's depth-``d`` node. ``not_nested`` is the first
-    depth (>= 2) whose values name more than one node (the domain is not nested), else None.
+    ``codes[d - 1]`` is the code of every row's depth-``d`` node (made on first use: a release
+    that codes its leaf cells without the code table never needs them, and they are three
+    arrays as long as the domain). ``not_nested`` is the first depth (>= 2) whose values name
+    more than one node (the domain is not nested), else None. ``firsts[d - 1]``: the rows where
+    a depth-``d`` node starts, for the depths above the leaves that were coded.
     """
 
     paths: pa.Table
-    codes: tuple[I64, ...]
+    firsts: tuple[I64, ...]
     tree: ChainTree | None
     not_nested: int | None
 
+    @functools.cached_property
+    def codes(self) -> tuple[I64, ...]:
+        """Every coded depth's code of every row: node ``k`` repeated over its rows (a running
+        count of starts, without a cumulative sum); the leaves' are the row numbers."""
+        n = self.paths.num_rows
+        out = [
+            np.repeat(np.arange(first.size, dtype=np.int64), np.diff(first, append=n))
+            for first in self.firsts
+        ]
+        if self.tree is not None:
+            out.append(np.arange(n, dtype=np.int64))
+        return tuple(out)
 
-def _tree(codes: Sequence[I64], starts: Sequence[npt.NDArray[np.bool_]]) -> ChainTree:
-    """The tree of coded paths: ``codes[d - 1]`` the depth-``d`` code of every path (in code
-    order), ``starts[d - 1]`` where a depth-``d`` node starts. A parent's first child is the
-    child code at the row where the parent starts, so the child ranges are read off directly."""
+
+def _tree(firsts: Sequence[I64], n_paths: int) -> ChainTree:
+    """The tree of coded paths from ``firsts[d - 1]``, the rows where a depth-``d`` node starts
+    (every depth above the leaves; a leaf starts at every row). A parent's first child is the
+    child node starting at the row where the parent starts, so the child ranges are read off
+    directly: the rank of that row among the child depth's starts (its row for the leaves)."""
     sizes = [1]
     offsets: list[I64] = [np.zeros(1, dtype=np.int64)]
-    previous: npt.NDArray[np.bool_] | None = None
-    for code, start in zip(codes, starts, strict=True):
-        n_nodes = int(code[-1]) + 1 if code.size else 0
+    previous: I64 | None = None
+    for first in [*firsts, None]:
+        n_nodes = n_paths if first is None else first.size
         off = np.empty(sizes[-1] + 1, dtype=np.int64)
         if previous is None:
             off[0] = 0
-        else:
-            off[:-1] = code[previous]
+        elif first is None:
+            off[:-1] = previous
+        else:  # a parent's start is a start of its first child
+            off[:-1] = np.searchsorted(first, previous)
         off[-1] = n_nodes
         offsets.append(off)
         sizes.append(n_nodes)
-        previous = start
+        previous = first
     return ChainTree(sizes=tuple(sizes), child_offsets=tuple(offsets))
 
 
@@ -308,7 +335,7 @@ def code_paths(paths: pa.Table) -> CodedPaths:
     # starts[d - 1]: the row starts a new depth-d node (a change in one of the first d columns)
     starts: list[npt.NDArray[np.bool_]] = []
     for d in range(n_cols):
-        neq = _not_equal_to_previous(_column(paths, d))
+        neq = _not_equal_to_previous(paths.column(d))
         if starts:
             np.logical_or(neq, starts[-1], out=neq)
         starts.append(neq)
@@ -316,21 +343,17 @@ def code_paths(paths: pa.Table) -> CodedPaths:
     if not distinct.all():  # the domain lists some paths twice
         paths = paths.filter(pa.array(distinct))
         starts = [c[distinct] for c in starts]
-    codes: list[I64] = []
+    firsts: list[I64] = []
     for d in range(1, n_cols + 1):
         start = starts[d - 1]
-        if d == n_cols:  # the distinct paths themselves
-            code = np.arange(start.size, dtype=np.int64)
-        else:  # node k repeated over its rows (a running count of starts, without a cumsum)
-            first = np.flatnonzero(start)
-            code = np.repeat(
-                np.arange(first.size, dtype=np.int64), np.diff(first, append=start.size)
-            )
-        n_nodes = int(code[-1]) + 1
+        first = None if d == n_cols else np.flatnonzero(start).astype(np.int64, copy=False)
+        n_nodes = start.size if first is None else first.size
         if d > 1:
-            values = _column(paths, d - 1)
-            firsts = values if d == n_cols else values.filter(pa.array(start))
-            if _has_repeats(firsts, n_nodes):
-                return CodedPaths(paths, tuple(codes), None, d)
-        codes.append(code)
-    return CodedPaths(paths, tuple(codes), _tree(codes, starts), None)
+            values = paths.column(d - 1)  # chunked as fetched
+            # each node's value at its first row (gathered there, not a filter over every row)
+            firsts_of_nodes = values if first is None else take_sorted(values, first)
+            if _has_repeats(firsts_of_nodes, n_nodes):
+                return CodedPaths(paths, tuple(firsts), None, d)
+        if first is not None:
+            firsts.append(first)
+    return CodedPaths(paths, tuple(firsts), _tree(firsts, paths.num_rows), None)

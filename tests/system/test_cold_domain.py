@@ -12,6 +12,7 @@ import pytest
 
 import inftda_sql
 from inftda_sql import DomainError, InputDataError
+from inftda_sql.core import tree as tree_module
 from inftda_sql.engines.duckdb import cache as cache_module
 from inftda_sql.engines.duckdb import compile as compile_module
 from inftda_sql.engines.duckdb import domain as domain_module
@@ -157,3 +158,52 @@ def test_a_check_remembered_per_domain_keys_a_sorted_domain(
     con.execute("UPDATE geo SET region = 9 WHERE province = 11").fetchall()
     with pytest.raises(DomainError, match="under other ancestors"):
         _release(con, rho=float("inf"), overwrite=True, check_ancestors="cached")
+
+
+def test_a_sorted_domain_is_coded_in_the_chunks_it_was_fetched_in(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    # 400K paths come from DuckDB in several Arrow chunks: the order check, the coding and the
+    # leaf index read them where they are (no combined copy), with the codes of a combined read
+    n = 400_000
+    code = np.arange(n)
+    con.register("g", pa.table({"region": code // 100_000, "province": code // 1000, "mun": code}))
+    con.execute("CREATE TABLE geo AS SELECT * FROM g").fetchall()
+    con.unregister("g")
+    names = compile_module.TempNames("__inftda_test_")
+    coded = domain_module.build_chain(
+        con, names, 0, CHAIN, '"geo"', ["BIGINT"] * 3, "domain", source="geo"
+    )
+    assert coded.paths.column(0).num_chunks > 1
+    assert coded.tree.sizes == (1, 4, 400, n)
+    assert coded.leaf_index is not None and coded.leaf_index.leaves is None
+    registered = con.execute(f"SELECT __d1, __d2, __d3 FROM {coded.table_sql} ORDER BY mun")
+    assert registered.fetchall()[::99_999] == [
+        (k // 100_000, k // 1000, k) for k in range(0, n, 99_999)
+    ]
+
+
+@pytest.mark.parametrize("leaf_step", [1, 3, 1000])  # contiguous, dense with gaps, sparse
+def test_integer_leaves_coded_by_the_index_make_no_code_arrays(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, leaf_step: int
+) -> None:
+    # the code table (the paths and a code array per depth, each as long as the domain) is
+    # made only for SQL that reads it: a release whose leaves are coded by the leaf index never
+    # makes it, and releases the same table
+    _world(con, leaf_step=leaf_step)
+    seeded = _release(con, **SEEDED)
+    made: list[int] = []
+    real = tree_module.CodedPaths.codes
+
+    def counting(self: tree_module.CodedPaths) -> tuple[np.ndarray, ...]:
+        made.append(1)
+        return real.func(self)
+
+    monkeypatch.setattr(tree_module.CodedPaths, "codes", property(counting))
+    assert _release(con, **SEEDED) == seeded
+    assert made == []
+    # a leaf value the domain lacks: the error's query reads the code table, made then
+    con.execute("INSERT INTO persons VALUES (99999)").fetchall()
+    with pytest.raises(DomainError, match=r"mun=99999"):
+        _release(con, **SEEDED)
+    assert made

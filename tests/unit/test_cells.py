@@ -147,3 +147,11 @@ def test_exact_sum_does_not_overflow() -> None:
     values = np.full(8, 2**60, dtype=np.int64)
     assert exact_sum(values) == 2**63
     assert exact_sum(np.array([], dtype=np.int64)) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**62 - 1), max_size=40))
+def test_exact_sum_is_the_sum_of_python_integers(values: list[int]) -> None:
+    # small values take a one-pass sum, large ones the split sum: both exact
+    for case in (values, [v >> 40 for v in values]):
+        assert exact_sum(np.array(case, dtype=np.int64)) == sum(case)

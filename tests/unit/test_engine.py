@@ -211,3 +211,27 @@ def test_prepare_checks_the_transaction_then_the_output_then_the_budget(
     note = DuckDBEngine(db, _request(rho=1.0, overwrite=True, budget_override=True)).prepare()
     assert note == "budget override: spent rho 1 exceeds the budget rho 0.5 of 'main.persons'"
     assert DuckDBEngine(db, _request(rho=0.5, overwrite=True)).prepare() is None
+
+
+def test_released_table_of_cells_in_code_order_needs_no_sort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # one chain's cells come from TopDown in code order: decoded as they are (no sort, no
+    # gathers), the same table as cells out of order give once sorted
+    import numpy as np
+    import pyarrow as pa
+
+    from inftda_sql.core.spec import parse_hierarchy
+    from inftda_sql.core.tree import TopDownResult
+
+    spec = parse_hierarchy(["region", "city"])
+    geo = pa.table({"region": pa.chunked_array([["N", "N"], ["S"]]), "city": ["a", "b", "c"]})
+    shuffled = TopDownResult((np.array([2, 0]),), np.array([4, 1]), ())
+    expected = _write.released_table(spec, shuffled, [geo])
+
+    def no_sort(*args: Any) -> Any:
+        raise AssertionError("sorted cells sorted again")
+
+    monkeypatch.setattr(_write, "_leaf_order", no_sort)
+    ordered = TopDownResult((np.array([0, 2]),), np.array([1, 4]), ())
+    assert _write.released_table(spec, ordered, [geo]).equals(expected)

@@ -217,3 +217,70 @@ def test_paths_sorted_is_false_with_any_null_even_where_earlier_columns_order_th
     assert not paths_sorted(ordered)
     assert not paths_sorted(pa.table({"a": pa.array([None], pa.string())}))
     assert paths_sorted(pa.table({"a": ["x", "x"], "b": [1.0, 2.0]}))
+
+
+def _chunked(table: pa.Table, cuts: list[int]) -> pa.Table:
+    """``table`` cut into chunks at the row positions ``cuts`` (empty chunks included), as a
+    fetched Arrow result comes: every column with the same chunks."""
+    bounds = [0, *sorted(min(c, table.num_rows) for c in cuts), table.num_rows]
+    return pa.table(
+        {
+            name: pa.chunked_array(
+                [column.slice(a, b - a).combine_chunks() for a, b in itertools.pairwise(bounds)],
+                type=column.type,
+            )
+            for name, column in zip(table.column_names, table.columns, strict=True)
+        }
+    )
+
+
+@st.composite
+def integer_paths(draw: st.DrawFn) -> list[tuple[int, int, int]]:
+    """Integer paths of three columns, nested or not, sorted or not, repeats allowed."""
+    rows = draw(
+        st.lists(
+            st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 12)),
+            min_size=1,
+            max_size=30,
+        )
+    )
+    return sorted(rows) if draw(st.booleans()) else rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(integer_paths(), st.lists(st.integers(0, 30), max_size=5))
+def test_chunked_paths_code_and_order_as_the_combined_paths(
+    rows: list[tuple[int, int, int]], cuts: list[int]
+) -> None:
+    # a fetched domain is coded in the chunks DuckDB returned: the same codes, tree, verdicts
+    table = pa.table({n: pa.array([r[i] for r in rows], pa.int64()) for i, n in enumerate("abc")})
+    chunked = _chunked(table, cuts)
+    assert chunked.equals(table) and chunked.column(0).num_chunks == len(cuts) + 1
+    assert paths_sorted(chunked) is paths_sorted(table)
+    if not paths_sorted(table):
+        return  # code_paths takes sorted paths only
+    whole, parts = code_paths(table), code_paths(chunked)
+    assert parts.not_nested == whole.not_nested
+    assert parts.paths.equals(whole.paths)
+    assert [c.tolist() for c in parts.codes] == [c.tolist() for c in whole.codes]
+    if whole.tree is None:
+        assert parts.tree is None
+    else:
+        assert parts.tree is not None and parts.tree.sizes == whole.tree.sizes
+        for a, b in zip(parts.tree.child_offsets, whole.tree.child_offsets, strict=True):
+            assert a.tolist() == b.tolist()
+
+
+def test_code_paths_makes_the_tree_without_the_code_arrays() -> None:
+    # the per-row codes (three domain-long arrays for a 3-level chain) are made on first use
+    table = pa.table({"a": [0, 0, 1, 1, 1], "b": [0, 1, 2, 3, 3], "c": [0, 1, 2, 3, 4]})
+    coded = code_paths(table)
+    assert "codes" not in vars(coded)
+    assert coded.tree is not None and coded.tree.sizes == (1, 2, 4, 5)
+    assert [o.tolist() for o in coded.tree.child_offsets] == [
+        [0],
+        [0, 2],
+        [0, 2, 4],
+        [0, 1, 2, 3, 5],
+    ]
+    assert [c.tolist() for c in coded.codes] == [[0, 0, 1, 1, 1], [0, 1, 2, 3, 3], [0, 1, 2, 3, 4]]

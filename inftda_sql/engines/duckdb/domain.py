@@ -70,11 +70,14 @@ def chain_source(
 class CodedChain:
     """A chain's coded public domain.
 
-    ``paths`` holds the chain's columns and a code column per depth (``__d1`` ...), one row per
-    distinct path in code order (row ``i`` is the leaf of code ``i``); ``table_sql`` names
-    (quoted) the table the scan joins; ``store`` is True when the coded paths should be kept in
-    the cache after the release. ``content`` gives the domain's content key (:attr:`key`),
-    computed on first use only: a domain read in code order is neither looked up nor stored.
+    ``paths`` holds the chain's columns (and, read from the cache, a code column per depth),
+    one row per distinct path in code order (row ``i`` is the leaf of code ``i``);
+    ``table_sql`` names (quoted) the code table the scan joins: the paths with a code column
+    per depth (``__d1`` ...), registered by ``register`` before the first SQL that reads it (a
+    release whose leaves are coded by :attr:`leaf_index` never makes it: three arrays as long
+    as the domain); ``store`` is True when the coded paths should be kept in the cache after
+    the release. ``content`` gives the domain's content key (:attr:`key`), computed on first
+    use only: a domain read in code order is neither looked up nor stored.
     """
 
     tree: ChainTree
@@ -82,6 +85,7 @@ class CodedChain:
     table_sql: str
     content: Callable[[], DomainKey]
     store: bool = False
+    register: Callable[[], None] = lambda: None
 
     @property
     def key(self) -> DomainKey:
@@ -122,11 +126,15 @@ def build_chain(
     source: str | None = None,
     definitions: Sequence[tuple[str, str]] = (),
     domains: Sequence[tuple[str, Sequence[str]]] = (),
+    lazy: bool = False,
 ) -> CodedChain:
     """Validate and code one chain's domain, read from the cache when it is there; register the
-    code table as ``names.codes(index)`` otherwise. ``source`` describes the domain (for the
-    cache's bookkeeping); None never uses the cache (a domain taken from the data).
-    ``definitions``: those of the views the domain is read through (part of its cache key).
+    code table as ``names.codes(index)`` otherwise (``lazy``, for leaves that
+    :attr:`CodedChain.leaf_index` codes: only when the caller calls
+    :attr:`CodedChain.register`, which it must do before any SQL reads the code table).
+    ``source`` describes the domain (for the cache's bookkeeping); None never uses the cache
+    (a domain taken from the data). ``definitions``: those of the views the domain is read
+    through (part of its cache key).
 
     A named domain is first read as it is stored: in code order already (most geography
     tables are), it is coded at once, without a sort and without the cache (coding sorted
@@ -156,8 +164,9 @@ def build_chain(
         paths = None
         if source is not None:  # read as it is stored: sorted only if it is not sorted
             sql = render("cache.domain_paths_unsorted", casts=casts, domain=domain_sql)
-            # one chunk per column: numpy views, no copy per use
-            paths = arrow(con, sql).combine_chunks()
+            # kept in the chunks DuckDB fetched (combining them would copy every column into
+            # new memory): the order check, the coding and the leaf index read them in place
+            paths = arrow(con, sql)
             if paths.num_rows == 0:
                 raise empty_domain(role, chain)
             if not paths_sorted(paths):
@@ -168,7 +177,7 @@ def build_chain(
                     store = True
                 paths = None
         if paths is None:
-            paths = arrow(con, _compile.domain_paths(chain, domain_sql, types)).combine_chunks()
+            paths = arrow(con, _compile.domain_paths(chain, domain_sql, types))
     except duckdb.ConversionException as exc:
         raise _conversion_error(role, chain, types, exc) from exc
     check_domain_paths(paths, role, chain)
@@ -177,13 +186,23 @@ def build_chain(
         hint = _reversed_hint(con, coded.paths, chain, index, hierarchy or [chain], domains)
         _nesting_error(con, coded.paths, chain, coded.not_nested or 2, role, index, names, hint)
         raise AssertionError("unreachable")  # pragma: no cover
-    table = coded.paths
-    for d, code in enumerate(coded.codes, start=1):
-        table = table.append_column(_compile.depth_code(d), pa.array(code))
-    # Registered, not copied: DuckDB joins the Arrow table in place for the rest of the release
-    # (the caller unregisters it).
-    con.register(names.codes(index), table)
-    return CodedChain(coded.tree, table, ident(names.codes(index)), content, store=store)
+    codes_name = names.codes(index)
+
+    @functools.cache
+    def register() -> None:
+        table = coded.paths
+        for d, code in enumerate(coded.codes, start=1):
+            table = table.append_column(_compile.depth_code(d), pa.array(code))
+        # Registered, not copied: DuckDB joins the Arrow table in place for the rest of the
+        # release (the caller unregisters it).
+        con.register(codes_name, table)
+
+    chain_coded = CodedChain(coded.tree, coded.paths, ident(codes_name), content, store, register)
+    # made now unless the leaf index may spare it (a coding to store is read from the code
+    # table after the release; leaves without an index are joined to it by the scan)
+    if not lazy or store or chain_coded.leaf_index is None:
+        register()
+    return chain_coded
 
 
 def _nesting_error(

@@ -293,6 +293,7 @@ class DuckDBEngine:
                 self._domain_role(c),
                 spec.chains,
                 source=source,
+                lazy=True,  # the scan registers the code tables when it reads them
                 domains=list(zip(self._domain_sql, self._domain_types, strict=True)),
                 definitions=(
                     ()
@@ -360,11 +361,17 @@ class DuckDBEngine:
             check=self._ancestors_to_check(),
             codes=[coded.table_sql for coded in self._coded],
             leaf_index=[coded.leaf_index for coded in self._coded],
+            register_codes=self._register_codes,
         )
         self._cells = LeafCells(
             found.codes, found.counts, tuple(coded.tree for coded in self._coded)
         )
         return found.found
+
+    def _register_codes(self) -> None:
+        """Register every chain's code table, once (the scan calls it before SQL reads them)."""
+        for coded in self._coded:
+            coded.register()
 
     def level_counts(self, level: int, strides: tuple[int, ...]) -> tuple[I64, I64]:
         if self._cells is None:

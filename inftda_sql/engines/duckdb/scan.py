@@ -11,7 +11,7 @@ drawn; the messages go to the data owner only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,7 @@ def scan(
     check: Sequence[str] = (),
     codes: Sequence[str] | None = None,
     leaf_index: Sequence[LeafIndex | None] = (),
+    register_codes: Callable[[], None] = lambda: None,
 ) -> LeafScan:
     """Scan the input into the leaf table ``names.leaf`` (one row per leaf cell the input has a
     row in, with its count: 0 where every record was dropped by the contribution bound or
@@ -70,6 +71,8 @@ def scan(
     the domain alone gives every leaf its ancestors). ``codes``: the code table of every chain
     (quoted SQL) when not the release's registered ones. ``leaf_index``: per chain, its leaf
     codes as a function of the leaf values where the domain allows (:func:`_coded_cells`).
+    ``register_codes``: called before the first statement that reads a code table (the leaf
+    index spares most releases the join, and the caller makes the code tables on demand).
     """
     present = [c for c in spec.columns if c.lower() in inp.columns]
     scan_sql, params = inp.sql, None
@@ -99,6 +102,7 @@ def scan(
         _validate_input(con, names, spec, count, inp)
     cells = None if check else _coded_cells(con, names, spec, leaf_index, enums)
     if cells is None:
+        register_codes()
         cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
     if count is None and any(
         cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))
@@ -107,6 +111,8 @@ def scan(
         # code: only then is there something to find (NULL and NaN are named before values
         # missing from the domain)
         _validate_input(con, names, spec, count, inp)
+    if any(cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))):
+        register_codes()  # a leaf value the domain lacks: the error's query reads the codes
     leaf_codes = _leaf_codes(con, names, spec, cells, codes)
     n = cells.column("n").to_numpy().astype(np.int64, copy=False)
     if check:

@@ -55,7 +55,7 @@ import pyarrow as pa
 from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError, SpecError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
-from ...core.arrays import I64
+from ...core.arrays import I64, increasing, take_sorted
 from ...core.bounds import view_bounds
 from ...core.cells import sort_order
 from ...core.measurements import Collector
@@ -487,11 +487,17 @@ def released_table(spec: TreeSpec, result: TopDownResult, paths: Sequence[pa.Tab
         [{'region': 'N', 'city': 'a', 'count': 1}, {'region': 'S', 'city': 'c', 'count': 4}]
     """
     sizes = [table.num_rows for table in paths]
-    order = _leaf_order(result.codes, sizes)
+    # one chain's cells come from TopDown in code order already: no sort, no gathers
+    ordered = len(result.codes) == 1 and increasing([result.codes[0]], strict=True)
+    order = None if ordered else _leaf_order(result.codes, sizes)
     columns: dict[str, pa.Array] = {}
     for c, chain in enumerate(spec.chains):
+        if order is None:  # in code order: gathered from the domain's chunks as they lie
+            for col in chain:
+                columns[col] = take_sorted(paths[c].column(col), result.codes[c])
+            continue
         index = pa.array(result.codes[c][order])
         for col in chain:
             columns[col] = paths[c].column(col).take(index)
-    columns["count"] = pa.array(result.counts[order])
+    columns["count"] = pa.array(result.counts if order is None else result.counts[order])
     return pa.table(columns)
