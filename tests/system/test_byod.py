@@ -403,6 +403,11 @@ def test_a_view_over_the_input_file_is_no_domain(db: duckdb.DuckDBPyConnection) 
     db.execute("CREATE VIEW geo_v AS FROM 'geo.parquet'")
     _release(db, "od_v", domain="geo_v", output="t")
     assert released(db, "t") == truth_leaves()
+    # the ledger names the view as given and charges the file it reads
+    row = db.execute(
+        "SELECT input_table, base_tables FROM inftda_releases ORDER BY release_id DESC LIMIT 1"
+    ).fetchall()
+    assert row == [("od_v", [os.path.join(os.getcwd(), "od.parquet")])]
 
 
 def test_a_path_written_as_sql_says_how_to_write_it(db: duckdb.DuckDBPyConnection) -> None:

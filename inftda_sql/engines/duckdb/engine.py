@@ -119,8 +119,8 @@ class DuckDBEngine:
     @property
     def input_description(self) -> str:
         """The input for the ledger: a file's resolved path (or glob), else its name as given."""
-        if self._input is not None and self._input.resolved.files:
-            return self._input.resolved.spelling
+        if self._input is not None and self._input.resolved.kind.endswith(" file"):
+            return self._input.resolved.spelling  # a file named by its path (or glob)
         return self._request.input_description
 
     @property
