@@ -107,6 +107,12 @@ class Resolved:
         absolute paths of the files read."""
         return tuple(r.key(self.home) for r in self.reads) + self.files
 
+    @property
+    def reads_files(self) -> bool:
+        """Whether it reads files: by their paths, or through a view or relation (named in
+        ``files`` or not: see ``files_complete``)."""
+        return bool(self.files) or reads_files(self.outside)
+
 
 @dataclass(frozen=True)
 class Target:

@@ -20,7 +20,6 @@ from ..compile import describe, drop_temp_view, string_literal
 from ..sql import catalog_changed, ident, render, rows, run
 from .files import resolve_files
 from .names import Resolved, home_database, lookup, resolve
-from .view_files import reads_files
 
 _INTEGER_TYPES = {
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
@@ -207,9 +206,9 @@ def resolve_source(
     if isinstance(obj, str):
         found = lookup(con, obj, param=param, role=role)
         if found is None:
-            hint = sql_spelling_hint(obj)
-            if hint is not None:
-                raise error(f"{role} {obj!r} names no table or file: {hint}", param=param)
+            as_sql = sql_spelling_hint(obj)
+            if as_sql is not None:
+                raise error(f"{role} {obj!r} names no table or file: {as_sql}", param=param)
             tables = [r[0] for r in rows(con, render("catalog.some_tables"))]
             hint = ", ".join(tables) if tables else "(none)"
             raise error(
@@ -346,11 +345,6 @@ def check_domains_not_input(inp: Resolved, domains: Sequence[tuple[str, str, Res
     cannot name beside an input that reads files (and the other way round)."""
     check_domain_not_input(inp.keys, [(role, shown, dom.keys) for role, shown, dom in domains])
     check_domain_files_known(
-        _files_read(inp), [(role, shown, *_files_read(dom)) for role, shown, dom in domains]
+        (inp.reads_files, inp.files_complete),
+        [(role, shown, dom.reads_files, dom.files_complete) for role, shown, dom in domains],
     )
-
-
-def _files_read(resolved: Resolved) -> tuple[bool, bool]:
-    """Whether a source reads files (by its path, or a view or relation over them) and whether
-    the list of them is complete (see :mod:`.view_files`)."""
-    return bool(resolved.files) or reads_files(resolved.outside), resolved.files_complete

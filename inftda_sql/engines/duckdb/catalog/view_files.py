@@ -65,7 +65,7 @@ def reads_files(outside: tuple[str, ...]) -> bool:
         >>> reads_files(("PARQUET_SCAN",)), reads_files(("PANDAS_SCAN", "PYTHON_ARROW_SCAN"))
         (True, False)
     """
-    return any(not any(op.startswith(m) or m in op for m in _IN_MEMORY) for op in outside)
+    return any(not any(m in op for m in _IN_MEMORY) for op in outside)
 
 
 def files_read(con: duckdb.DuckDBPyConnection, source_sql: str) -> FilesRead:
