@@ -11,7 +11,7 @@ blocks in one thread, timing each step with the thread's CPU clock (robust to a 
 machine), for the kernel of this checkout (``now``) and, alternating round by round, the kernel
 as it was before issue 26 item 4 (``before``: a zero-filled y, a child-length mask of the only
 children, the noise added through it), both with this checkout's samplers and IntOpt; it also
-times the OS CSPRNG alone for the words the draws take. ``whole`` times ``LevelJob.run`` over
+times the CSPRNG alone for the words the draws take. ``whole`` times ``LevelJob.run`` over
 all blocks (wall and process CPU, page faults) for this checkout and for a ``--baseline``
 checkout's ``core/topdown.py`` and ``core/intopt.py``, alternating. Draws come from the
 CSPRNG, as in a release.
@@ -203,11 +203,11 @@ def steps(rounds: int) -> None:
             t0 = clock()
             for a, b in lv.chunks:
                 src.words((int(lv.counts[a:b].sum()) + 1) // 2)
-            t["(OS CSPRNG words alone)"] = clock() - t0
+            t["(CSPRNG words alone)"] = clock() - t0
             results[who].append(t)
     print(f"load {load} -> {os.getloadavg()[0]}; thread CPU seconds over {rounds} rounds")
     print(f"{'step':26s} {'before min':>10s} {'median':>8s} {'now min':>8s} {'median':>8s}")
-    for k in [*STEPS, "concatenate", "(OS CSPRNG words alone)", "total"]:
+    for k in [*STEPS, "concatenate", "(CSPRNG words alone)", "total"]:
         cols = []
         for who in ("before", "now"):
             if k == "total":

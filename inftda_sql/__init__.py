@@ -5,7 +5,7 @@ The package is organised as the pipeline of a release:
 * **specifying the privacy guarantee**: :class:`Budget` (rho-zCDP, or (epsilon, delta) converted
   to rho) and :class:`Accounting` (per-level sensitivity, rho and sigma) -- ``core/accounting/``;
 * **noise**: :func:`sample_discrete_gaussian`, exact up to a proven 2**-73 statistical distance
-  per draw, from the operating system's CSPRNG by default -- ``core/noise/``;
+  per draw, from a CSPRNG (OpenSSL's DRBG) by default -- ``core/noise/``;
 * **post-processing**: :func:`intopt`, the integer Chebyshev projection of InfTDA, vectorised over
   many parents -- ``core/intopt.py``;
 * **releasing a table**: :func:`release` compiles the hierarchy into DuckDB SQL (``sql/``), runs the

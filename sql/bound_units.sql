@@ -1,7 +1,7 @@
 -- Contribution bounding, before anything is counted: every privacy unit keeps at most $m of its
 -- records, chosen uniformly at random. Within a unit that has more than $m, records are ranked
 -- by a keyed SHA-256 of (unit, record rank) under a secret 256-bit salt drawn from the release's
--- random source (the OS CSPRNG unless a test seed is given): unpredictable without the salt.
+-- random source (the CSPRNG unless a test seed is given): unpredictable without the salt.
 SELECT *, (__c <= $m OR row_number() OVER (PARTITION BY __u ORDER BY __k) <= $m) AS __keep
 FROM (
     SELECT $cols,

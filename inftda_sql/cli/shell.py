@@ -52,7 +52,7 @@ Statements end with ';' and may span lines. Commands of the shell:
   .tables      the tables and views of the database
   .help        this text
   .quit        leave (also .exit, or Ctrl-D)
-The noise functions draw from the OS CSPRNG and cannot be seeded. Composing them is your
+The noise functions draw from the CSPRNG and cannot be seeded. Composing them is your
 privacy accounting: see docs/how-to/sql-building-blocks.md."""
 
 

@@ -1,14 +1,21 @@
 """Sources of uniformly random 64-bit words.
 
-The production path draws from the operating system's CSPRNG (``os.urandom``, i.e. the
-``getrandom`` system call). A seed exists only for tests and benchmarks: it selects numpy's
-Philox counter-based generator, which is *not* cryptographically secure, and every object
-built from a seeded source reports ``seeded=True`` so that a seeded release is marked as such.
+The production path draws from a CSPRNG: OpenSSL's DRBG through the standard library's
+``ssl.RAND_bytes`` (OpenSSL 3's default: CTR_DRBG with AES-256 of NIST SP 800-90A, seeded
+from the operating system's entropy, reseeded on a schedule and after ``fork``, one instance
+per thread), or ``os.urandom`` (the ``getrandom`` system call) where Python was built without
+``ssl``. Both are cryptographically secure; the DRBG runs on the CPU's AES instructions at
+several GB/s against the system call's ~0.3 GB/s here, which is most of a large level's draw
+(``benchmarks/RESULTS.md``, "A faster CSPRNG"). A seed exists only for tests and benchmarks:
+it selects numpy's Philox counter-based generator, which is *not* cryptographically secure,
+and every object built from a seeded source reports ``seeded=True`` so that a seeded release
+is marked as such.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -16,10 +23,28 @@ import numpy.typing as npt
 
 from .._errors import SpecError
 
-__all__ = ["CSPRNGSource", "RandomSource", "SeededSource", "as_source"]
+__all__ = ["CSPRNGSource", "RandomSource", "SeededSource", "as_source", "csprng_bytes"]
 
-# os.urandom returns at most 32 MiB per call on Linux (getrandom's limit); stay below it.
-_URANDOM_CHUNK_WORDS = 1 << 21
+
+def _csprng() -> Callable[[int], bytes]:
+    try:
+        import ssl
+    except ImportError:  # a Python built without OpenSSL
+        return os.urandom
+    return ssl.RAND_bytes
+
+
+_CSPRNG = _csprng()
+
+# Bytes asked of the CSPRNG per call: large enough that the call's overhead vanishes, small
+# enough to be copied from cache (256 KiB was fastest of 64 KiB-1 MiB; os.urandom's limit
+# per call is 32 MiB).
+_CHUNK_BYTES = 1 << 18
+
+
+def csprng_bytes(n: int) -> bytes:
+    """``n`` bytes from the CSPRNG (every unseeded draw of the package comes through here)."""
+    return _CSPRNG(n)
 
 
 @runtime_checkable
@@ -49,22 +74,24 @@ class RandomSource(Protocol):
 
 
 class CSPRNGSource:
-    """Uniform 64-bit words from the operating system's CSPRNG (the default)."""
+    """Uniform 64-bit words from the CSPRNG (:func:`csprng_bytes`; the default)."""
 
     seeded = False
 
     def words(self, n: int) -> npt.NDArray[np.uint64]:
-        if n <= _URANDOM_CHUNK_WORDS:
-            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+        size = 8 * n
+        if size <= _CHUNK_BYTES:
+            return np.frombuffer(csprng_bytes(size), dtype=np.uint64).copy()
         out = np.empty(n, dtype=np.uint64)
         view = out.view(np.uint8)
-        for start in range(0, 8 * n, 8 * _URANDOM_CHUNK_WORDS):
-            stop = min(8 * n, start + 8 * _URANDOM_CHUNK_WORDS)
-            view[start:stop] = np.frombuffer(os.urandom(stop - start), dtype=np.uint8)
+        for start in range(0, size, _CHUNK_BYTES):
+            stop = min(size, start + _CHUNK_BYTES)
+            view[start:stop] = np.frombuffer(csprng_bytes(stop - start), dtype=np.uint8)
         return out
 
     def spawn(self, n: int) -> list[RandomSource]:
-        # The OS CSPRNG is stateless and thread-safe: every "child" is the CSPRNG itself.
+        # The CSPRNG is thread-safe (OpenSSL keeps a DRBG per thread), and nothing of a draw
+        # depends on which instance served it: every "child" is the CSPRNG itself.
         return [self] * n
 
     def derive(self, level: int, block: int) -> RandomSource:
@@ -123,7 +150,7 @@ class SeededSource:
 def as_source(rng: object = None) -> RandomSource:
     """Turn a user's ``seed=``/``rng=`` argument into a :class:`RandomSource`.
 
-    ``None`` gives the OS CSPRNG; an ``int`` or a ``numpy.random.Generator`` gives a seeded
+    ``None`` gives the CSPRNG; an ``int`` or a ``numpy.random.Generator`` gives a seeded
     (non-cryptographic, test-only) source, marked ``seeded``. Nothing else is accepted, not even
     an object with the random-source methods: its ``seeded`` flag would be taken on trust, and a
     predictable source that says ``seeded=False`` would make a release recorded as private.
@@ -150,6 +177,6 @@ def as_source(rng: object = None) -> RandomSource:
     if len(shown) > 80:
         shown = shown[:77] + "..."
     raise SpecError(
-        "rng/seed must be None (OS CSPRNG), an int seed or a numpy Generator, "
+        "rng/seed must be None (the CSPRNG), an int seed or a numpy Generator, "
         f"got {shown} of type {type(rng).__name__}"
     )

@@ -300,7 +300,7 @@ class FeatureContext:
         true_counts: per query, the true count of every one of its cells (zeros included).
         total: the true number of records N.
         accounting: per noised query its sensitivity, budget and noise scale.
-        source: the random source (the OS CSPRNG unless a test seed was given).
+        source: the random source (the CSPRNG unless a test seed was given).
     """
 
     lattice: Lattice

@@ -144,7 +144,7 @@ SELECT "o_mun", "d_mun",
 FROM (-- Contribution bounding, before anything is counted: every privacy unit keeps at most 1 of its
 -- records, chosen uniformly at random. Within a unit that has more than 1, records are ranked
 -- by a keyed SHA-256 of (unit, record rank) under a secret 256-bit salt drawn from the release's
--- random source (the OS CSPRNG unless a test seed is given): unpredictable without the salt.
+-- random source (the CSPRNG unless a test seed is given): unpredictable without the salt.
 SELECT *, (__c <= 1 OR row_number() OVER (PARTITION BY __u ORDER BY __k) <= 1) AS __keep
 FROM (
     SELECT "o_reg", "o_mun", "d_reg", "d_mun",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import os
 from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -18,6 +17,7 @@ from scipy import stats
 
 from inftda_sql._errors import SpecError
 from inftda_sql.core import noise as _noise
+from inftda_sql.core import rng as rng_module
 from inftda_sql.core.noise import (
     CONV_R_MAX,
     CONV_TAIL_T,
@@ -481,15 +481,15 @@ def test_seeded_reproducible_and_csprng_varies() -> None:
     )
 
 
-def test_default_path_uses_os_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_path_uses_the_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = os.urandom
+    real = rng_module.csprng_bytes
 
     def spy(n: int) -> bytes:
         calls.append(n)
         return real(n)
 
-    monkeypatch.setattr(os, "urandom", spy)
+    monkeypatch.setattr(rng_module, "csprng_bytes", spy)
     x = sample_discrete_gaussian(5.0, size=1001)
     assert calls and sum(calls) >= 4 * 1001  # 32 bits per draw at least
     calls.clear()
@@ -723,13 +723,13 @@ def test_laplace_output_types_seeds_and_sources(monkeypatch: pytest.MonkeyPatch)
         sample_discrete_laplace(big, size=5, rng=1).tolist()
     )
     calls: list[int] = []
-    real = os.urandom
+    real = rng_module.csprng_bytes
 
     def spy(n: int) -> bytes:
         calls.append(n)
         return real(n)
 
-    monkeypatch.setattr(os, "urandom", spy)
+    monkeypatch.setattr(rng_module, "csprng_bytes", spy)
     c, d = sample_discrete_laplace(10.0, size=1001), sample_discrete_laplace(10.0, size=1001)
     assert not (c == d).all()
     assert calls and sum(calls) >= 2 * 4 * 1001
@@ -877,8 +877,8 @@ class _CountingSource:
         raise AssertionError("not used")
 
 
-def _no_urandom(n: int) -> bytes:
-    raise AssertionError("a seeded draw asked the OS CSPRNG")
+def _no_csprng(n: int) -> bytes:
+    raise AssertionError("a seeded draw asked the CSPRNG")
 
 
 @pytest.mark.slow
@@ -1074,7 +1074,7 @@ def test_large_sigma_seeded_reproducible_and_from_its_source(
     assert not (
         sample_discrete_gaussian(1e6, size=1001) == sample_discrete_gaussian(1e6, size=1001)
     ).all()
-    monkeypatch.setattr(os, "urandom", _no_urandom)
+    monkeypatch.setattr(rng_module, "csprng_bytes", _no_csprng)
     src = _CountingSource(9)
     x = _noise.draw_discrete_gaussian(1e6, 1001, source=src)
     # two components, 32 bits each: 2 x 501 words, plus 2 words per rare undecided prefix
@@ -1275,7 +1275,7 @@ def test_laplace_large_scale_seeded_reproducible_and_from_its_source(
     a = sample_discrete_laplace(1e6, size=1001, rng=42)
     assert (a == sample_discrete_laplace(1e6, size=1001, rng=42)).all()
     assert not (a == sample_discrete_laplace(1e6, size=1001, rng=43)).all()
-    monkeypatch.setattr(os, "urandom", _no_urandom)
+    monkeypatch.setattr(rng_module, "csprng_bytes", _no_csprng)
     src = _CountingSource(9)
     x = _noise.draw_discrete_laplace(1e6, 1001, source=src)
     assert 2 * 501 <= src.count <= 2 * 501 + 20  # D and E: 32 bits each

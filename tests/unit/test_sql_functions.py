@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inftda_sql
+from inftda_sql.core import rng as rng_module
 from inftda_sql.core.accounting import (
     Budget,
     account,
@@ -425,17 +425,17 @@ def test_duckdb_computes_identical_aggregates_once(fcon: duckdb.DuckDBPyConnecti
     assert a != b
 
 
-def test_noise_comes_from_the_os_csprng(
+def test_noise_comes_from_the_csprng(
     fcon: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[int] = []
-    real = os.urandom
+    real = rng_module.csprng_bytes
 
     def spy(n: int) -> bytes:
         asked.append(n)
         return real(n)
 
-    monkeypatch.setattr(os, "urandom", spy)
+    monkeypatch.setattr(rng_module, "csprng_bytes", spy)
     fcon.execute("SELECT dp_discrete_gaussian(3.0), dp_discrete_laplace(2.0) FROM range(1000)")
     fcon.fetchall()
     assert sum(asked) >= 2 * 4 * 1000  # 32 bits per draw at least, for both functions

@@ -7,7 +7,7 @@
 and ``sample_discrete_laplace(scale)`` from the discrete Laplace (two-sided geometric) law
 P(X = x) = (1 - a) / (1 + a) a^|x|, a = exp(-1/scale), the noise of the Stability Histogram.
 ``sigma`` and ``scale`` are read as the exact rationals their float64 values denote. Randomness
-comes from a :class:`~inftda_sql.core.rng.RandomSource`: the OS CSPRNG by default, a seeded
+comes from a :class:`~inftda_sql.core.rng.RandomSource`: the CSPRNG by default, a seeded
 generator only in tests. No floating-point arithmetic touches a probability on the sampling path.
 
 Each law has three methods, chosen by scale:

@@ -112,8 +112,9 @@ def sample_discrete_gaussian(
         size: Output shape for a scalar ``sigma`` (None: a single ``np.int64``; a 0-d array
             ``sigma`` gives a 0-d array). For an array ``sigma`` it must be None or equal to
             ``sigma``'s shape.
-        rng: None (default) for the operating system's CSPRNG; an int seed or a
-            ``numpy.random.Generator`` for reproducible, non-cryptographic draws (tests only).
+        rng: None (default) for the CSPRNG (:func:`~inftda_sql.core.rng.csprng_bytes`); an
+            int seed or a ``numpy.random.Generator`` for reproducible, non-cryptographic draws
+            (tests only).
 
     Returns:
         An ``np.int64`` (scalar ``sigma``, ``size=None``) or an int64 array.

@@ -140,8 +140,9 @@ def sample_discrete_laplace(
             2a / (1-a)^2.
         size: Output shape for a scalar ``scale`` (None: a single ``np.int64``). For an array
             ``scale`` it must be None or equal to ``scale``'s shape.
-        rng: None (default) for the operating system's CSPRNG; an int seed or a
-            ``numpy.random.Generator`` for reproducible, non-cryptographic draws (tests only).
+        rng: None (default) for the CSPRNG (:func:`~inftda_sql.core.rng.csprng_bytes`); an
+            int seed or a ``numpy.random.Generator`` for reproducible, non-cryptographic draws
+            (tests only).
 
     Returns:
         An ``np.int64`` (scalar ``scale``, ``size=None``) or an int64 array.

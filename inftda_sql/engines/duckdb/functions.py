@@ -14,7 +14,8 @@
   ``dp_sigma`` of a level's ``rho`` and ``dp_sensitivity`` equals that level's sigma in a
   release, bit for bit.
 * ``dp_discrete_gaussian(sigma)`` and ``dp_discrete_laplace(scale)``: one exact draw per row
-  (:mod:`inftda_sql.core.noise`) from the operating system's CSPRNG. SQL cannot seed them.
+  (:mod:`inftda_sql.core.noise`) from the CSPRNG (:func:`inftda_sql.core.rng.csprng_bytes`).
+  SQL cannot seed them.
   They are VOLATILE: DuckDB neither folds nor caches them, so two calls in one query, and one
   query run twice, draw afresh.
 * ``intopt(noisy, target, descending := false)``: the integer Chebyshev projection of InfTDA
@@ -168,14 +169,14 @@ SQL_FUNCTIONS: tuple[SqlFunction, ...] = (
         parameters=(("sigma", "DOUBLE", None),),
         returns="BIGINT",
         volatile=True,
-        summary="one exact discrete Gaussian draw N_Z(0, sigma^2) per row, from the OS CSPRNG",
+        summary="one exact discrete Gaussian draw N_Z(0, sigma^2) per row, from the CSPRNG",
     ),
     SqlFunction(
         name="dp_discrete_laplace",
         parameters=(("scale", "DOUBLE", None),),
         returns="BIGINT",
         volatile=True,
-        summary="one exact discrete Laplace draw of that scale per row, from the OS CSPRNG",
+        summary="one exact discrete Laplace draw of that scale per row, from the CSPRNG",
     ),
     SqlFunction(
         name="intopt",
@@ -326,7 +327,7 @@ def _dp_discrete_gaussian(sigma: Any) -> Any:
     s = _scales(sigma, "sigma")
     if bool((s == s[0]).all()):  # one sigma for the batch (the usual case): one plain call
         return pa.array(draw_discrete_gaussian(float(s[0]), s.size, source=_CSPRNG))
-    # several: grouped by sigma; no rng= given, so the draws come from the OS CSPRNG too
+    # several: grouped by sigma; no rng= given, so the draws come from the CSPRNG too
     return pa.array(sample_discrete_gaussian(s), type=pa.int64())
 
 

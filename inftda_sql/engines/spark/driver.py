@@ -6,7 +6,7 @@ seconds per level whatever its size) but a second or less in numpy. So a level w
 (counted from the surviving parents and the public domain: never from private data) number at
 most the engine setting ``spark.inftda.driverChildren`` runs on the driver, exactly as the
 DuckDB engine runs it (:class:`~inftda_sql.core.topdown.LevelJob` over the same blocks, each
-drawing from the stream keyed by (seed, level, block) under a test seed, the OS CSPRNG
+drawing from the stream keyed by (seed, level, block) under a test seed, the CSPRNG
 otherwise), so a seeded release is the same table whichever side a level runs on. The first
 level above the setting, and every level after it, runs distributed
 (:mod:`.topdown`). The true counts of a driver level come from the leaf cells, collected to the

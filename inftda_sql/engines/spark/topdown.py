@@ -21,7 +21,7 @@ fixed share of a second whatever its size, so a level takes at most three:
    (:class:`~inftda_sql.core.topdown.LevelJob`: children from the domain, true counts by binary
    search, noise, the mechanism's step, vectorised over the block) with the random source of
    the block: under a test seed the stream keyed by (seed, level, block), so a seeded release
-   is the same table as on DuckDB, whatever the partitioning; else the OS CSPRNG of the task.
+   is the same table as on DuckDB, whatever the partitioning; else the CSPRNG of the task.
    Its survivors, and their summary for the next level, are written to the scratch folder in
    one write: that file, written once by Spark's commit protocol (the attempt that commits a
    block's survivors commits its summary), is the level's release; noise is never drawn again
