@@ -22,6 +22,7 @@ __all__ = [
     "convert",
     "frame_kind",
     "frame_label",
+    "held_data",
     "is_frame_label",
     "mapping_table",
     "not_a_frame_hint",
@@ -58,6 +59,74 @@ def frame_kind(obj: object) -> str | None:
     if pl is not None and isinstance(obj, pl.DataFrame):
         return "polars"
     return None
+
+
+def held_data(obj: object, kind: str) -> tuple[str, ...]:
+    """What identifies the data a data frame or Arrow table holds in this process: the object
+    itself and the start address of every column buffer it holds (its Arrow buffers; a pandas
+    column's numpy array or Arrow data; a polars column's buffers).
+
+    A frame made from another without copying its columns (an Arrow ``select``, a polars
+    ``select``, a pandas selection under copy-on-write, the same object passed twice) shares
+    some of these; a copy (``drop_duplicates()`` that dropped rows, ``to_pandas()``) shares
+    none. Only memory the object owns is named, never a temporary made to look at it: the
+    buffers are listed twice while the first listing is held, and an address kept only if both
+    listings give it (a temporary of the second could not reuse one of the first). Two live
+    objects share an address only if they share the memory. Reads no value.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> t = pa.table({"a": [1, 2], "b": [3, 4]})
+        >>> bool(set(held_data(t.select(["b"]), "arrow")) & set(held_data(t, "arrow")))
+        True
+        >>> bool(set(held_data(pa.table({"b": [3, 4]}), "arrow")) & set(held_data(t, "arrow")))
+        False
+    """
+    first, held = _buffers(obj, kind)
+    second, _ = _buffers(obj, kind)
+    owned = sorted(set(first) & set(second))
+    del held
+    return (
+        f"the data of the Python object at {id(obj):#x}",
+        *(f"the column data at {a:#x}" for a in owned),
+    )
+
+
+def _buffers(obj: Any, kind: str) -> tuple[list[int], list[Any]]:
+    """The start addresses of the non-empty buffers of ``obj``'s columns, and the objects that
+    hold them (to be kept alive while the addresses are compared)."""
+    columns: list[Any] = []
+    if kind == "arrow":
+        columns = list(obj.columns)
+    elif kind == "pandas":  # only what is held without a conversion
+        import numpy as np
+
+        pd = _module("pandas")
+        for i in range(obj.shape[1]):
+            series = obj.iloc[:, i]
+            dtype = series.dtype
+            if isinstance(dtype, np.dtype):
+                columns.append(series.to_numpy(copy=False))
+            elif isinstance(dtype, pd.ArrowDtype) or getattr(dtype, "storage", None) == "pyarrow":
+                columns.append(series.array.__arrow_array__())
+            elif isinstance(dtype, pd.CategoricalDtype):
+                columns.append(np.asarray(series.array.codes))
+    elif kind == "polars":
+        pl = _module("polars")
+        level = getattr(getattr(pl, "CompatLevel", None), "newest", None)
+        for series in obj.get_columns():
+            try:
+                columns.append(series.to_arrow(**({"compat_level": level()} if level else {})))
+            except Exception:  # a type polars cannot hand over: nothing of it is named
+                continue
+    addresses: list[int] = []
+    for column in columns:
+        if isinstance(column, (pa.Array, pa.ChunkedArray)):
+            for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+                addresses += [b.address for b in chunk.buffers() if b is not None and b.size]
+        elif column.nbytes:  # a numpy array
+            addresses.append(column.__array_interface__["data"][0])
+    return addresses, columns
 
 
 def frame_label(kind: str) -> str:

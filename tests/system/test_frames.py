@@ -4,6 +4,7 @@ registrations behind them (temporary, always dropped, refused from another datab
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,76 @@ def test_domains_may_be_frames(db: duckdb.DuckDBPyConnection, form: str) -> None
     with pytest.raises(DomainError, match="n1a"):
         inftda_sql.release(db, "persons", hierarchy=GEO, domain=missing, rho=INF, output="o2")
     assert _leftovers(db) == []
+
+
+def _copy_on_write() -> Any:
+    if int(pd.__version__.split(".")[0]) >= 3:  # always on
+        return contextlib.nullcontext()
+    return pd.option_context("mode.copy_on_write", True)
+
+
+def _refused_before_anything(db: duckdb.DuckDBPyConnection, source: Any, domain: Any) -> None:
+    """The release of ``source`` with ``domain`` is refused as the input's data, and leaves
+    nothing: no output, no ledger row, no registration."""
+    with pytest.raises(DomainError, match="which the input reads too") as info:
+        inftda_sql.release(db, source, hierarchy=GEO, domain=domain, rho=1.0, output="o")
+    assert "domain_from_data=True" in str(info.value)
+    assert db.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'o'").fetchall() == [
+        (0,)
+    ]
+    assert _leftovers(db) == []
+    ledger = db.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'inftda_releases'"
+    ).fetchall()
+    if ledger == [(1,)]:
+        assert db.execute("SELECT count(*) FROM inftda_releases").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["pandas", pytest.param("polars", marks=needs_polars), "arrow"],
+)
+def test_a_domain_made_of_the_input_frame_is_refused(
+    db: duckdb.DuckDBPyConnection, form: str
+) -> None:
+    """The input frame itself, or a frame made from it without a copy (a selection of its
+    columns), as the domain: its categories would be the private data's. Refused before
+    anything is read or written; a frame of the public geography serves, exact."""
+    with _copy_on_write():
+        persons = {
+            "pandas": _persons_frame,
+            "polars": lambda: pl.from_pandas(_persons_frame()),
+            "arrow": lambda: pa.Table.from_pandas(_persons_frame(), preserve_index=False),
+        }[form]()
+        selected = {
+            "pandas": lambda: persons[GEO[::-1]],
+            "polars": lambda: persons.select(GEO[::-1]),
+            "arrow": lambda: persons.select(GEO[::-1]),
+        }[form]()
+        for domain in (persons, selected):
+            _refused_before_anything(db, persons, domain)
+    geo = _geo_frame(db)
+    public = {"pandas": geo, "polars": pl.from_pandas(geo) if pl else None,
+              "arrow": pa.Table.from_pandas(geo, preserve_index=False)}[form]  # fmt: skip
+    inftda_sql.release(db, persons, hierarchy=GEO, domain=public, rho=INF, output="o")
+    assert db.execute("SELECT * FROM o").fetchall() == EXACT
+
+
+def test_a_relation_or_view_over_the_input_frame_is_no_domain(
+    db: duckdb.DuckDBPyConnection,
+) -> None:
+    """DuckDB names a registered frame by its scan: a relation made from the input relation,
+    and a view over the registered input, read the input's rows and are refused as its
+    domain (and the other way round); a relation of the public geography serves."""
+    persons = _persons_frame()
+    rel = db.from_df(persons)
+    _refused_before_anything(db, rel, rel.project(", ".join(GEO)).distinct())
+    db.register("persons_v", persons)
+    db.execute("CREATE TEMP VIEW places AS SELECT DISTINCT region, province, mun FROM persons_v")
+    _refused_before_anything(db, "persons_v", "places")
+    _refused_before_anything(db, "places", "persons_v")
+    inftda_sql.release(db, rel, hierarchy=GEO, domain=db.table("geo"), rho=INF, output="o")
+    assert db.execute("SELECT * FROM o").fetchall() == EXACT
 
 
 def test_evaluate_takes_frames(db: duckdb.DuckDBPyConnection) -> None:

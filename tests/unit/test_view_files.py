@@ -74,3 +74,19 @@ def test_what_cannot_be_named_makes_it_incomplete(con: duckdb.DuckDBPyConnection
     assert names(con, "computed") == ([], False)
     assert names(con, "by_macro") == ([], False)
     assert names(con, "counted") == ([], True)
+
+
+def test_frames_are_named_by_their_registration(con: duckdb.DuckDBPyConnection) -> None:
+    """A data frame's scan is named by the alias DuckDB registered it under: a relation made
+    from another keeps it (through the temporary view it is registered as), a view over a
+    registered frame reads it, and another registration of the data has its own."""
+    table = pa.table({"x": [1, 2]})
+    base = con.from_arrow(table)
+    derived = resolve_source(con, base.filter("x > 1"), role="domain", temp_name="__inftda_d")
+    first = resolve_source(con, base, role="input", temp_name="__inftda_i")
+    assert first.resolved.memory and set(first.resolved.memory) == set(derived.resolved.memory)
+    con.register("t_v", table)
+    con.execute("CREATE TEMP VIEW over_t AS SELECT DISTINCT x FROM t_v")
+    assert files_read(con, "over_t").memory == files_read(con, "t_v").memory != ()
+    assert not set(files_read(con, "t_v").memory) & set(first.resolved.memory)
+    assert files_read(con, "'a.parquet'").memory == ()

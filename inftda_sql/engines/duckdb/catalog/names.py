@@ -89,7 +89,9 @@ class Resolved:
     plan operator. ``home`` is the database that holds the ledger. ``files`` are also the files
     a view or relation reads (:func:`.view_files.files_read`), and ``files_complete`` says
     whether they are known to be all it reads (False: a file read by a computed path, a table
-    function not known).
+    function not known). ``memory`` identifies the data held by the process that it reads (the
+    registrations DuckDB scans, a data frame's object and column buffers:
+    :func:`~inftda_sql._frames.held_data`), to tell a domain made from the input's data frame.
     """
 
     spelling: str
@@ -100,6 +102,7 @@ class Resolved:
     home: str
     files: tuple[str, ...] = ()
     files_complete: bool = True
+    memory: tuple[str, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -326,12 +329,17 @@ def resolve(
         reads, outside = base_tables(con, sql)
     files: tuple[str, ...] = ()
     complete = True
-    if reads_files(outside):  # a view or relation over files: which ones, from its SQL
+    memory: tuple[str, ...] = ()
+    if outside:  # a view or relation over files or data frames: which ones, from its SQL
         found = files_read(con, sql)
-        files, complete = found.files, found.complete
+        memory = found.memory
+        if reads_files(outside):
+            files, complete = found.files, found.complete
     if ref is not None and ref.database.lower() == "temp":
         kind = f"temp {kind}"
-    return Resolved(spelling, ref, kind, reads, outside, home_database(con), files, complete)
+    return Resolved(
+        spelling, ref, kind, reads, outside, home_database(con), files, complete, memory
+    )
 
 
 def resolve_target(

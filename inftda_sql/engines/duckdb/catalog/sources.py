@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import duckdb
 
 from ...._errors import DomainError, InftdaError, InputDataError, SpecError
-from ...._frames import frame_kind, frame_label, mapping_table, not_a_frame_hint
+from ...._frames import frame_kind, frame_label, held_data, mapping_table, not_a_frame_hint
 from ....core.names import file_spelling, sql_spelling_hint
 from ...checks import check_domain_files_known, check_domain_not_input
 from .. import compile as _compile
@@ -229,6 +229,7 @@ def resolve_source(
         _register(con, temp_name, obj, role, error, param)
         sql = ident(temp_name)
         resolved = resolve(con, f"<{label}>", None, label, sql)
+        resolved = replace(resolved, memory=resolved.memory + held_data(obj, frame))
         return _source(con, sql, f"the {role} ({label})", resolved, temp_name)
     if isinstance(obj, Mapping):
         table = mapping_table(obj, role, error, param)
@@ -341,9 +342,14 @@ def check_csv_fields(
 
 def check_domains_not_input(inp: Resolved, domains: Sequence[tuple[str, str, Resolved]]) -> None:
     """Refuse a domain (role, description, what it is) that reads what the input reads: a base
-    table or a file, read by name, path or through views and relations; or that reads files it
+    table or a file, read by name, path or through views and relations, or the data of a data
+    frame held by the process (the same object, its columns, a relation made from it); or that
+    reads files it
     cannot name beside an input that reads files (and the other way round)."""
-    check_domain_not_input(inp.keys, [(role, shown, dom.keys) for role, shown, dom in domains])
+    check_domain_not_input(
+        inp.keys + inp.memory,
+        [(role, shown, dom.keys + dom.memory) for role, shown, dom in domains],
+    )
     check_domain_files_known(
         (inp.reads_files, inp.files_complete),
         [(role, shown, dom.reads_files, dom.files_complete) for role, shown, dom in domains],

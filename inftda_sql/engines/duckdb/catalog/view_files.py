@@ -1,4 +1,5 @@
-"""The files a view or relation reads (:func:`files_read`), which DuckDB's plan does not say.
+"""The files a view or relation reads (:func:`files_read`), which DuckDB's plan does not say,
+and the data frames it scans.
 
 :func:`.names.base_tables` lists the catalog tables a source scans, but a file read by a table
 function (``FROM 'trips.parquet'``, ``read_parquet([...])``, ``read_csv(...)``) shows in the plan
@@ -41,6 +42,9 @@ FILE_READERS = frozenset(
 _DATA_FREE = frozenset({"range", "generate_series", "unnest", "repeat", "glob"})
 #: plan operators of data that lies in the process, not in a file (data frames, Arrow tables)
 _IN_MEMORY = ("PANDAS_SCAN", "PYTHON_", "ARROW_SCAN")
+#: table functions that scan a data frame or Arrow table held by the process; DuckDB names
+#: each registered object by the alias of its scan, which relations made from it keep
+_MEMORY_SCANS = ("pandas_scan", "arrow_scan", "python_")
 #: the header DuckDB writes before a view's query (``duckdb_views().sql``)
 _VIEW_HEADER = re.compile(
     r'^CREATE (?:TEMP |TEMPORARY )?VIEW (?:"(?:[^"]|"")*"|[^\s(]+)'
@@ -51,10 +55,14 @@ _VIEW_HEADER = re.compile(
 
 @dataclass(frozen=True)
 class FilesRead:
-    """The files a source reads (absolute, sorted) and whether that list is known to be all."""
+    """The files a source reads (absolute, sorted) and whether that list is known to be all;
+    ``memory``: the data frames and Arrow tables of the process it scans, each named by the
+    alias DuckDB gave its registration (a relation and the relations made from it share it,
+    two registrations of one object do not)."""
 
     files: tuple[str, ...]
     complete: bool
+    memory: tuple[str, ...] = ()
 
 
 def reads_files(outside: tuple[str, ...]) -> bool:
@@ -86,6 +94,7 @@ def files_read(con: duckdb.DuckDBPyConnection, source_sql: str) -> FilesRead:
     from .names import find_object  # names imports this module
 
     files: set[str] = set()
+    memory: set[str] = set()
     complete = True
     seen: set[tuple[str, str, str]] = set()
     todo: list[tuple[str, tuple[str, str] | None]] = [(f"SELECT * FROM {source_sql}", None)]
@@ -124,9 +133,12 @@ def files_read(con: duckdb.DuckDBPyConnection, source_sql: str) -> FilesRead:
                 if name in FILE_READERS:
                     paths = _constant_paths(function.get("arguments") or [])
                     complete &= paths is not None and _add(files, paths)
+                elif name.startswith(_MEMORY_SCANS):
+                    if node.get("alias"):
+                        memory.add(f"the in-memory data DuckDB scans as {node['alias']}")
                 elif name not in _DATA_FREE:
                     complete = False
-    return FilesRead(tuple(sorted(files)), complete)
+    return FilesRead(tuple(sorted(files)), complete, tuple(sorted(memory)))
 
 
 def _add(files: set[str], paths: list[str]) -> bool:
