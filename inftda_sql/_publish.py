@@ -419,8 +419,9 @@ def _public_tables(
 
 def _check_reads(name: str, resolved: Resolved, *, unknown: bool) -> None:
     """Refuse a public table that reads a bookkeeping table (the ledger's diagnostics, the
-    budgets) through a view, or reads from outside the catalog (a file through a view, a data
-    frame) while a release read a file or a data frame: which one it reads cannot be told."""
+    budgets) through a view, or reads what the catalog cannot name (a data frame, a file by a
+    computed path) while a release read a file or a data frame: which one it reads cannot be
+    told. A view over named files is checked by its files, as a file named by its path."""
     library = [r for r in resolved.reads if is_library_name(r.name)]
     if library:
         raise InftdaError(
@@ -430,7 +431,7 @@ def _check_reads(name: str, resolved: Resolved, *, unknown: bool) -> None:
             _PUBLIC,
             param="public_tables",
         )
-    if resolved.outside and unknown:
+    if not resolved.named_in_full and unknown:
         raise InftdaError(
             f"{name!r} reads data from outside the database's tables "
             f"({', '.join(resolved.outside)}), and a release read a file or a data frame, which "

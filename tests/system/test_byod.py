@@ -248,9 +248,22 @@ def test_a_budget_is_bound_to_the_resolved_path(
     entry = next(i for i in inftda_sql.ledger(db).inputs if i["input_table"] == od)
     assert entry["spent_rho"] == pytest.approx(0.6) and entry["remaining_rho"] == pytest.approx(0.4)
     _release(db, rho=0.4, output="second")  # what remains still fits
-    # a relation reading the file is not charged to it: refused while budgets exist
+    # a view or relation reading the file (named in its SQL) is charged to it: spent
+    db.execute("CREATE VIEW od_v AS FROM read_parquet(['od.parquet'])")
+    for through in ("od_v", db.sql("FROM 'od.parquet'")):
+        with pytest.raises(inftda_sql.BudgetExceededError, match=r"od\.parquet"):
+            _release(db, through, rho=0.1, output="third")
+    # a file read by a computed path cannot be charged: refused while budgets exist
+    db.execute("CREATE TABLE geo_t AS FROM 'geo.parquet'")  # (a file domain would be refused)
     with pytest.raises(inftda_sql.BudgetError, match="release a parquet or CSV file by its path"):
-        _release(db, db.sql("FROM 'od.parquet'"), rho=0.1, output="third")
+        computed = db.sql("FROM read_parquet('od' || '.parquet')")
+        _release(db, computed, domain="geo_t", rho=0.1, output="third")
+    assert db.execute("SELECT count(*) FROM inftda_releases").fetchall() == [(2,)]
+    # another file's budget does not stop a view over this one, which is charged to this one
+    inftda_sql.set_budget(db, "od.parquet", rho=2.0)
+    _release(db, "od_v", rho=0.5, output="third")
+    entry = next(i for i in inftda_sql.ledger(db).inputs if i["input_table"] == od)
+    assert entry["spent_rho"] == pytest.approx(1.5)
 
 
 def test_a_glob_budget_holds_for_each_file(db: duckdb.DuckDBPyConnection, folder: Path) -> None:

@@ -123,7 +123,7 @@ def test_input_from_outside_the_catalog_is_refused_while_budgets_exist(
 ) -> None:
     csv = tmp_path / "persons.csv"
     db.execute(f"COPY persons TO '{csv}'").fetchall()
-    from_file = f"SELECT * FROM read_csv('{csv}')"
+    from_file = f"SELECT * FROM read_csv('{tmp_path}' || '/persons.csv')"  # a computed path
     _release(db, db.sql(from_file), output="from_file")  # no budget anywhere: fine
     set_budget(db, "geo", rho=2.0)  # any budget: what the file holds cannot be charged
     before = snapshot(db)
@@ -133,6 +133,12 @@ def test_input_from_outside_the_catalog_is_refused_while_budgets_exist(
     assert snapshot(db) == before
     r = _release(db, db.sql(from_file), output="from_file", budget_override=True)
     assert any("READ_CSV" in reason for reason in r.non_private)
+    # a path written in the query names the file: charged to it, as the file by its path
+    r = _release(db, db.sql(f"SELECT * FROM read_csv('{csv}')"), output="named")
+    assert not any("READ_CSV" in reason for reason in r.non_private)
+    assert db.execute(
+        "SELECT base_tables FROM inftda_releases WHERE release_id = $id", {"id": r.release_id}
+    ).fetchall() == [([str(csv.resolve())],)]
 
 
 def test_budgets_and_rows_of_older_files_are_resolved(db: duckdb.DuckDBPyConnection) -> None:

@@ -308,15 +308,16 @@ def check_budget(
     :func:`~inftda_sql.core.accounting.budget_verdict`); None when every one fits or has no
     budget, else the note an override records.
 
-    While any budget is stored, an input that reads data from outside the catalog (a file read
-    through a view or relation, an Arrow table, a data frame) cannot be charged and is refused
-    (or overridden, recorded). A file named by its path is charged to its path.
+    While any budget is stored, an input that reads data the catalog cannot name (an Arrow
+    table, a data frame, a file read by a computed path) cannot be charged and is refused (or
+    overridden, recorded). A file is charged to its path, whether named as the input or read
+    through a view or relation (:attr:`~.catalog.Resolved.named_in_full`).
     """
     budgets = stored_budgets(con)
     if not budgets:
         return None
     notes = []
-    if source.outside:
+    if not source.named_in_full:
         what = ", ".join(source.outside)
         frame = is_frame_label(source.kind)  # a data frame, read where it lies
         article = "an" if source.kind[:1].lower() in "aeiou" else "a"
@@ -337,9 +338,9 @@ def check_budget(
             raise BudgetError(
                 f"this database stores privacy budgets ({BUDGET_TABLE}), but the input reads data "
                 f"from outside its tables ({what}), so what the release spends cannot be charged "
-                "to a table; release a parquet or CSV file by its path (charged to the file), or "
-                "load the data into a table (CREATE TABLE t AS SELECT ...) and release it by "
-                "name, or pass ",
+                "to a table; release a parquet or CSV file by its path, or a view that names "
+                "its path (charged to the file), or load the data into a table (CREATE TABLE t "
+                "AS SELECT ...) and release it by name, or pass ",
                 Arg("budget_override", True),
                 " (recorded in the ledger)",
                 param="budget_override",

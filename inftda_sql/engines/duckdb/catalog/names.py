@@ -116,6 +116,17 @@ class Resolved:
         ``files`` or not: see ``files_complete``)."""
         return bool(self.files) or reads_files(self.outside)
 
+    @property
+    def named_in_full(self) -> bool:
+        """Whether :attr:`keys` name everything it reads: catalog tables, and files whose list
+        is complete (a view or relation over named files); not a data frame or Arrow table, not
+        a file read by a computed path or an unknown table function. Budgets charge such a
+        source, and ``publish()`` checks it, by its keys alone."""
+        if not self.outside:
+            return True
+        memory = self.outside != tuple(op for op in self.outside if reads_files((op,)))
+        return bool(self.files) and self.files_complete and not memory
+
 
 @dataclass(frozen=True)
 class Target:
