@@ -38,7 +38,6 @@ import numpy as np
 if importlib.util.find_spec("inftda_sql") is None:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inftda_sql.core import noise as _noise
 from inftda_sql.core.noise import (
     LAPLACE_TABLE_MAX,
     SIGMA_CONV_MAX,
@@ -46,6 +45,10 @@ from inftda_sql.core.noise import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
+from inftda_sql.core.noise import composed as _composed
+from inftda_sql.core.noise import laplace as _laplace
+from inftda_sql.core.noise import rejection as _rejection
+from inftda_sql.core.noise import tables as _tables
 from inftda_sql.core.rng import CSPRNGSource
 
 SIGMAS = (1.0, 10.0, 100.0, 1e3, 1e4, SIGMA_TABLE_MAX, 1e5, 1.05e5, 2e5, 1e6, 1e7)
@@ -82,18 +85,18 @@ def _opendp(kind: str, scale: float, n: int) -> Callable[[], object] | None:
 
 def _setup(kind: str, scale: float) -> tuple[str, float, int]:
     """Method name, cold set-up seconds and bytes of the tables (nothing cached)."""
-    _noise._cache.clear()
-    _noise._laplace_cache.clear()
-    _noise._component_cache.clear()
+    _tables._cache.clear()
+    _tables._laplace_cache.clear()
+    _composed._component_cache.clear()
     start = time.perf_counter()
     if kind == "gauss" and scale <= SIGMA_TABLE_MAX:
-        tab, method = _noise._table(scale), "table"
+        tab, method = _tables._table(scale), "table"
     elif kind == "gauss":
-        plan, method = _noise._gauss_plan(scale), "convolution"
+        plan, method = _composed._gauss_plan(scale), "convolution"
     elif scale <= LAPLACE_TABLE_MAX:
-        tab, method = _noise._laplace_table(scale), "table"
+        tab, method = _tables._laplace_table(scale), "table"
     else:
-        plan, method = _noise._laplace_plan(scale), "decomposition"
+        plan, method = _composed._laplace_plan(scale), "decomposition"
     seconds = time.perf_counter() - start
     if method == "table":
         return method, seconds, tab.nbytes
@@ -145,18 +148,18 @@ def _switch(n: int, rounds: int) -> None:
     cases: dict[tuple[str, float], Callable[[], None]] = {}
     setup: dict[tuple[str, float], tuple[float, float]] = {}
     for sigma in SWITCH_SIGMAS:
-        _noise._component_cache.clear()
+        _composed._component_cache.clear()
         start = time.perf_counter()
-        tab = _noise._build_table(sigma)  # the table's proof holds up to sigma 104,857
+        tab = _tables._build_table(sigma)  # the table's proof holds up to sigma 104,857
         setup[("table", sigma)] = (time.perf_counter() - start, tab.nbytes)
         start = time.perf_counter()
-        plan = _noise._gauss_plan(sigma)
+        plan = _composed._gauss_plan(sigma)
         nbytes = sum(
             {id(t): t.nbytes for t in (plan.bottom, *(v.table for v in plan.levels))}.values()
         )
         setup[("convolution", sigma)] = (time.perf_counter() - start, nbytes)
-        cases[("table", sigma)] = partial(_noise._draw_table, tab, out, src)
-        cases[("convolution", sigma)] = partial(_noise._draw_composed, plan, out, src)
+        cases[("table", sigma)] = partial(_tables._draw_table, tab, out, src)
+        cases[("convolution", sigma)] = partial(_composed._draw_composed, plan, out, src)
     times: dict[tuple[str, float], list[float]] = {c: [] for c in cases}
     for _ in range(rounds):
         for c, fn in cases.items():
@@ -184,12 +187,21 @@ def main() -> None:
 
     print(f"machine: {platform.machine()} {platform.processor() or ''} numpy {np.__version__}")
     print(f"load average before: {_load()}")
-    words = 1 << 20
-    t_bits = min(_seconds(partial(os.urandom, 8 * words)) for _ in range(rounds))
-    print(
-        f"os.urandom: {8 * words / t_bits / 1e6:.0f} MB/s = {2 * words / t_bits / 1e6:.1f} M "
-        "32-bit prefixes/s (each table look-up takes one)"
-    )
+    words = 1 << 22
+    sources = {  # the CSPRNG the samplers use, against the system call it replaced
+        "CSPRNGSource().words (OpenSSL DRBG)": partial(CSPRNGSource().words, words),
+        "os.urandom, 32 MiB a call": partial(os.urandom, 8 * words),
+    }
+    best: dict[str, list[float]] = {name: [] for name in sources}
+    for _ in range(rounds):  # alternating
+        for name, call in sources.items():
+            best[name].append(_seconds(call))
+    for name, t in best.items():
+        print(
+            f"{name}: {8 * words / min(t) / 1e6:.0f} MB/s best, "
+            f"{8 * words / statistics.median(t) / 1e6:.0f} median = "
+            f"{2 * words / min(t) / 1e6:.1f} M 32-bit prefixes/s (each table look-up takes one)"
+        )
     print(f"{n:,} draws per call for ours, {rounds} alternating rounds; best and median\n")
     print("### Discrete Gaussian\n")
     _run("gauss", SIGMAS, n, rounds, m)
@@ -198,7 +210,9 @@ def main() -> None:
     out = np.empty(k, dtype=np.int64)
     src = CSPRNGSource()
     for sigma in (1e5, 2 * SIGMA_CONV_MAX):
-        t_rej = min(_seconds(partial(_noise._draw_rejection, sigma, out, src)) for _ in range(3))
+        t_rej = min(
+            _seconds(partial(_rejection._draw_rejection, sigma, out, src)) for _ in range(3)
+        )
         print(
             f"\nexact CKS rejection loop, sigma {sigma:g} (CSPRNG, {k:,} draws, best of 3): "
             f"{k / t_rej / 1e3:.0f} K draws/s"
@@ -209,11 +223,12 @@ def main() -> None:
 
     print("\n### Discrete Laplace\n")
     _run("laplace", SCALES, n, rounds, m)
-    bits = _noise._Bits(src)
+    bits = _rejection._Bits(src)
     fr = Fraction(1e5)
     num, den = fr.numerator, fr.denominator
     t_rej = min(
-        _seconds(lambda: [_noise._laplace_rational(bits, num, den) for _ in out]) for _ in range(3)
+        _seconds(lambda: [_laplace._laplace_rational(bits, num, den) for _ in out])
+        for _ in range(3)
     )
     print(
         f"\nexact CKS Laplace loop (Algorithm 2), scale 1e5 (CSPRNG, {k:,} draws, best of 3): "
