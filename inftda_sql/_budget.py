@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ import duckdb
 from ._errors import Func, SpecError
 from ._tables import Column, text_table
 from .core.accounting import Budget, Guarantee
+from .core.names import key_identity
 from .engines.duckdb.catalog import (
     file_spelling,
     home_database,
@@ -272,17 +273,20 @@ def summarize(
 ) -> list[dict[str, Any]]:
     """Per base table (``Ledger.inputs``): releases, rho spent and the budget remaining, from
     each release's charge (its base-table keys, rho, guarantee) and the stored budgets (by
-    lower-case key: the key as spelled and the row). Shared by the engines' ledgers."""
-    per_table: dict[str, dict[str, Any]] = {}
+    lower-case key: the key as spelled and the row); a file's names (hard links) are one
+    entry. Shared by the engines' ledgers."""
+    per_table: dict[Hashable, dict[str, Any]] = {}  # by key_identity: a file under any name
 
     def entry(key: str) -> dict[str, Any]:
         return per_table.setdefault(
-            key.lower(),
+            key_identity(key),
             {"input_table": key, "releases": 0, "spent_rho": 0.0, "approx_dp_releases": 0},
         )
 
+    for key, _ in budgets.values():  # first: a table with a budget is shown by its budget's key
+        entry(key)
     for keys, rho, guarantee in found:
-        for key in keys:
+        for key in {key_identity(k): k for k in keys}.values():
             e = entry(key)
             e["releases"] += 1
             charged = Guarantee(guarantee).charged_rho(rho)
@@ -290,13 +294,10 @@ def summarize(
                 e["spent_rho"] += charged
             else:
                 e["approx_dp_releases"] += 1
-    for key, _ in budgets.values():
-        entry(key)
+    stored_by = {key_identity(key): record for key, record in budgets.values()}
     inputs = []
-    for folded in sorted(per_table):
-        e = per_table[folded]
-        stored = budgets.get(folded)
-        record = None if stored is None else stored[1]
+    for folded, e in sorted(per_table.items(), key=lambda item: item[1]["input_table"].lower()):
+        record = stored_by.get(folded)
         e.update(
             budget_rho=None if record is None else record.rho,
             budget_epsilon=None if record is None else record.epsilon,

@@ -27,7 +27,7 @@ from ._compat import COMPATIBLE_STORAGE_VERSION, parse_storage_version
 from ._errors import Arg, InftdaError, OutputExistsError, SpecError, Spelling
 from .core.bounds import view_bounds
 from .core.features import parse_features
-from .core.names import is_file_key
+from .core.names import is_file_key, key_identity
 from .core.spec import parse_hierarchy
 from .engines.duckdb import compile as _compile
 from .engines.duckdb import fingerprint
@@ -360,8 +360,10 @@ def _public_tables(
         )
     home = home_database(con)
     found_charges = charges(con)
-    private = {key.lower() for charge in found_charges for key in charge.keys}
-    private |= set(stored_budgets(con))
+    private_keys = [key for charge in found_charges for key in charge.keys]
+    private_keys += [stored for stored, _ in stored_budgets(con).values()]
+    private = {key_identity(key) for key in private_keys}  # a file under any of its names
+    private_files = any(is_file_key(key) for key in private_keys)
     # a release of a file or data frame: a view reading from outside the catalog may read it
     unknown = any(not c.keys or any(is_file_key(k) for k in c.keys) for c in found_charges)
     out: list[tuple[str, str]] = []
@@ -369,7 +371,7 @@ def _public_tables(
         path = file_spelling(name)
         if path is not None:
             files = resolve_files(path, role="public table", param="public_tables", error=SpecError)
-            hit = [f for f in files.files if f.lower() in private]
+            hit = [f for f in files.files if key_identity(f) in private]
             if hit:
                 raise InftdaError(
                     f"{name!r} is {hit[0]}, a private input of a release (or a file with a "
@@ -396,8 +398,8 @@ def _public_tables(
                 param="public_tables",
             )
         resolved = resolve(con, name, ref, kind, ref.sql)
-        _check_reads(name, resolved, unknown=unknown or any(is_file_key(k) for k in private))
-        hit = [k for k in (ref.key(home), *resolved.keys) if k.lower() in private]
+        _check_reads(name, resolved, unknown=unknown or private_files)
+        hit = [k for k in (ref.key(home), *resolved.keys) if key_identity(k) in private]
         if hit:
             raise InftdaError(
                 f"{name!r} is or reads {hit[0]}, a private input of a release (or a table with "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 __all__ = [
     "FILE_FORMATS",
@@ -15,6 +15,7 @@ __all__ = [
     "file_spelling",
     "file_stem",
     "is_file_key",
+    "key_identity",
     "split_name",
     "sql_spelling_hint",
 ]
@@ -119,6 +120,30 @@ def sql_spelling_hint(name: object) -> str | None:
 def is_file_key(key: str) -> bool:
     """Whether a budget key (or a ledger's input) is a file's absolute path, not a table."""
     return os.path.isabs(key)
+
+
+def key_identity(key: str) -> Hashable:
+    """What a budget key or a source's read stands for, to compare two of them: a local file's
+    device and inode (so a hard link, which no path resolution reveals, is the same file as
+    its other names), else the key case-folded (a table, a remote file's URI, a file that no
+    longer exists).
+
+    Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> a, b = os.path.join(folder, "a.csv"), os.path.join(folder, "b.csv")
+        >>> from pathlib import Path
+        >>> _ = Path(a).write_text("x"); os.link(a, b)
+        >>> key_identity(a) == key_identity(b), key_identity("main.T") == key_identity("MAIN.t")
+        (True, True)
+    """
+    if is_file_key(key):
+        try:
+            found = os.stat(key)
+        except OSError:
+            return key.lower()
+        return ("file", found.st_dev, found.st_ino)
+    return key.lower()
 
 
 def file_stem(text: str) -> str:

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from .._errors import Arg, DomainError, InputDataError, OutputExistsError, Part, SpecError
 from ..core.intopt import VALUE_LIMIT
+from ..core.names import key_identity
 
 __all__ = [
     "COUNT_LIMIT",
@@ -185,8 +186,9 @@ def check_domain_not_input(
     input_reads: Iterable[str], domains: Iterable[tuple[str, str, Sequence[str]]]
 ) -> None:
     """Refuse a domain that reads what the input reads (a base table or a file, any spelling
-    case): its categories would come from the private data while the release is recorded as
-    private. ``domains`` are (role, description, what it reads) triples.
+    case, a file by another of its names: :func:`~inftda_sql.core.names.key_identity`): its
+    categories would come from the private data while the release is recorded as private.
+    ``domains`` are (role, description, what it reads) triples.
 
     Example:
         >>> check_domain_not_input(["main.trips"], [("domain", "view 'g'", ["main.geo"])])
@@ -196,12 +198,14 @@ def check_domain_not_input(
         ...     print(str(exc).split(":")[0])
         the domain (view 'g') reads MAIN.TRIPS, which the input reads too
     """
-    private = {k.lower() for k in input_reads}
+    private = {key_identity(k): k for k in input_reads}
     for role, description, reads in domains:
-        shared = [k for k in reads if k.lower() in private]
+        shared = [(k, private[key_identity(k)]) for k in reads if key_identity(k) in private]
         if shared:
+            mine, theirs = shared[0]
+            also = "" if mine.lower() == theirs.lower() else f" (as {theirs}: the same file)"
             raise DomainError(
-                f"the {role} ({description}) reads {shared[0]}, which the input reads too: its "
+                f"the {role} ({description}) reads {mine}, which the input reads too{also}: its "
                 "categories would come from the private data. Pass the PUBLIC geography, or ",
                 Arg("domain_from_data", True),
                 " (recorded as not private)",

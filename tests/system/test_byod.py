@@ -266,6 +266,33 @@ def test_a_budget_is_bound_to_the_resolved_path(
     assert entry["spent_rho"] == pytest.approx(1.5)
 
 
+def _hard_link(source: Path, link: Path) -> None:
+    try:
+        os.link(source, link)
+    except OSError as exc:  # pragma: no cover - a filesystem without hard links
+        pytest.skip(f"this filesystem makes no hard link ({exc})")
+
+
+def test_a_hard_link_is_the_same_file(db: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """A hard link is another name of the same file, which resolving its path does not reveal
+    (a symbolic link does): as the domain of its file it is refused, a release through it
+    spends the file's budget, and publish() will not copy it as public."""
+    _hard_link(folder / "od.parquet", folder / "copy.parquet")
+    with pytest.raises(inftda_sql.DomainError, match=r"as .*od\.parquet: the same file"):
+        _release(db, domain=["copy.parquet", "geo.parquet"], output="t")
+    assert objects(db) == []
+    inftda_sql.set_budget(db, "od.parquet", rho=1.0)
+    _release(db, rho=0.6, output="first")
+    with pytest.raises(inftda_sql.BudgetExceededError, match=r"only rho=0\.4 "):
+        _release(db, "copy.parquet", rho=0.6, output="second")
+    _release(db, "copy.parquet", rho=0.4, output="second")  # what remains fits
+    od = str(folder.resolve() / "od.parquet")
+    entry = next(i for i in inftda_sql.ledger(db).inputs if i["input_table"] == od)
+    assert entry["spent_rho"] == pytest.approx(1.0)
+    with pytest.raises(inftda_sql.InftdaError, match="a private input of a release"):
+        inftda_sql.publish(db, "first", "public.duckdb", public_tables=["copy.parquet"])
+
+
 def test_a_glob_budget_holds_for_each_file(db: duckdb.DuckDBPyConnection, folder: Path) -> None:
     db.execute("COPY (FROM 'od.parquet' WHERE o_region = 'R1') TO 'part_1.parquet'").fetchall()
     db.execute("COPY (FROM 'od.parquet' WHERE o_region <> 'R1') TO 'part_2.parquet'").fetchall()

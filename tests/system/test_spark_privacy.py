@@ -11,6 +11,7 @@ missing.
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +98,10 @@ def _domains_over_the_input(spark: Any, folder: Path) -> dict[str, tuple[Any, An
     # path infers the file's schema, a Spark job, each time it is read)
     spark.read.parquet(str(folder)).select("r", "c").distinct().createTempView("dom_file")
     spark.read.parquet(str(folder)).createTempView("persons_file")
+    linked = folder.parent / "linked.parquet"  # the input's files under other names
+    linked.mkdir()
+    for part in folder.glob("*.parquet"):
+        os.link(part, linked / part.name)
     table_folder = next(
         r.data_type
         for r in spark.sql("DESCRIBE TABLE EXTENDED persons").collect()
@@ -112,6 +117,10 @@ def _domains_over_the_input(spark: Any, folder: Path) -> dict[str, tuple[Any, An
         "a file input, a view over the file": (spark.read.parquet(str(folder)), "dom_file"),
         "a file view input, the file as domain": ("persons_file", spark.read.parquet(str(folder))),
         "the table's own files": ("persons", spark.read.parquet(table_folder).select("r", "c")),
+        "hard links of the input's files": (
+            spark.read.parquet(str(folder)),
+            spark.read.parquet(str(linked)).select("r", "c"),
+        ),
     }
 
 
@@ -125,6 +134,7 @@ CASES = [
     "a file input, a view over the file",
     "a file view input, the file as domain",
     "the table's own files",
+    "hard links of the input's files",
 ]
 
 

@@ -32,6 +32,7 @@ import duckdb
 from ..._errors import Arg, BudgetError, Func, SpecError
 from ..._frames import is_frame_label
 from ...core.accounting import Budget, Guarantee, RhoZCDPBudget, budget_verdict
+from ...core.names import key_identity
 from ..records import (
     BUDGET_TABLE,
     DIAGNOSTICS_PREFIX,
@@ -272,9 +273,12 @@ def spent(con: duckdb.DuckDBPyConnection, table: str) -> tuple[float, int, int]:
 
 
 def _spent(found: Sequence[Charge], key: str) -> tuple[float, int, int]:
+    """What the releases ``found`` charged to ``key``: under any of its names (a file's hard
+    links too, :func:`~inftda_sql.core.names.key_identity`)."""
     rho, n, approx = 0.0, 0, 0
+    target = key_identity(key)
     for charge in found:
-        if key.lower() in (k.lower() for k in charge.keys):
+        if any(key_identity(k) == target for k in charge.keys):
             n += 1
             charged = charge.charged_rho
             if charged is not None:
@@ -349,8 +353,9 @@ def check_budget(
             what = f"{article} {source.kind}"
         notes.append(f"budget override: input reads {what}, not charged to a table")
     found = charges(con)
+    by_identity = {key_identity(stored): (stored, row) for stored, row in budgets.values()}
     for key in source.keys:
-        entry = budgets.get(key.lower())
+        entry = by_identity.get(key_identity(key))
         if entry is None:
             continue
         spent_rho, n_releases, _ = _spent(found, key)
