@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -34,6 +35,11 @@ def depth_code(chain: int, depth: int) -> str:
 #: code tables up to this many paths are broadcast to every task; larger ones (millions of
 #: census blocks) are joined by a shuffle, as Spark decides
 BROADCAST_PATHS = 1 << 20
+
+#: public domains whose plan Spark estimates at most this size (the files' bytes for a file
+#: or table) are fetched whole and made distinct on the driver: one job and no shuffle instead
+#: of a ``DISTINCT``'s two (its planning is the first query of a session, the slowest)
+DRIVER_DOMAIN_BYTES = 16 << 20
 
 
 class CodedChain:
@@ -79,7 +85,11 @@ def distinct_paths(
     union = branches[0]
     for branch in branches[1:]:
         union = union.union(branch)
-    found = union.distinct().toArrow()
+    if _distinct_on_driver(union, types):
+        fetched = union.toArrow()
+        found = fetched.group_by(fetched.column_names, use_threads=False).aggregate([])
+    else:
+        found = union.distinct().toArrow()
     index = found.column("__chain")
     out = []
     for i, chain in enumerate(chains):
@@ -91,6 +101,27 @@ def distinct_paths(
             )
         )
     return out
+
+
+def _distinct_on_driver(union: DataFrame, types: Sequence[Sequence[T.DataType]]) -> bool:
+    """Whether the domains' rows are few enough to fetch whole and make distinct on the driver
+    (Spark's estimate of the plan's size, from the public domains' files or rows, at most
+    :data:`DRIVER_DOMAIN_BYTES`), and Arrow's equality of their values is Spark's: not for
+    floating values (Spark's ``DISTINCT`` makes -0.0 and 0.0, and every NaN, one value) or
+    strings under a collation other than binary."""
+    for kinds in types:
+        for t in kinds:
+            if isinstance(t, T.FloatType | T.DoubleType):
+                return False
+            if isinstance(t, T.StringType) and getattr(t, "collation", "UTF8_BINARY") != (
+                "UTF8_BINARY"
+            ):
+                return False
+    try:
+        size = int(str(union._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except (Py4JError, ValueError):  # no estimate: Spark's DISTINCT
+        return False
+    return size <= DRIVER_DOMAIN_BYTES
 
 
 def build_chain(
