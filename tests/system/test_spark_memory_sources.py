@@ -83,6 +83,13 @@ def _same_rdd(spark: Any) -> tuple[Any, Any]:
     return inp, spark.createDataFrame(rdd.map(lambda row: row[1:]), GEO_SCHEMA)
 
 
+def _table_rdd(spark: Any) -> tuple[Any, Any]:
+    """An RDD of a catalog table's rows made a DataFrame again: its lineage scans the files."""
+    spark.createDataFrame(_persons()).write.saveAsTable("persons")
+    rdd = spark.table("persons").rdd.map(lambda row: (row.r, row.c))
+    return "persons", spark.createDataFrame(rdd, GEO_SCHEMA)
+
+
 #: (input, domain) where the domain reads the input's rows; the input is never scanned
 REFUSED: dict[str, Callable[[Any], tuple[Any, Any]]] = {
     "the same pandas DataFrame": lambda s: (df := s.createDataFrame(_persons()), df),
@@ -106,6 +113,7 @@ REFUSED: dict[str, Callable[[Any], tuple[Any, Any]]] = {
         df.select("r", "c").distinct(),
     ),
     "a DataFrame over the same RDD": _same_rdd,
+    "an RDD of the input table's rows": _table_rdd,
 }
 
 
@@ -124,7 +132,12 @@ def test_a_domain_over_the_input_rows_is_refused_before_any_work(
     message = str(info.value)
     assert info.value.param == "domain"
     assert "domain_from_data=True" in message
-    shared = ("the in-memory rows of LocalRelation #", "the RDD #", "the view persons_vals")
+    shared = (
+        "in-memory rows of LocalRelation #",
+        "the RDD #",
+        "view persons_vals",
+        "persons/part-",
+    )
     assert any(what in message for what in shared)
     for value in ("u1", "n1", "s1"):  # the message names no value of the data
         assert f"'{value}'" not in message

@@ -223,6 +223,7 @@ def base_tables(df: DataFrame) -> BaseTables:
         elif key is None:
             outside.add(kind)
             leaf = identify(jvm, node, kind)
+            files.update(dict.fromkeys(_local(f) for f in leaf.files))
             kinds.setdefault(leaf.kind, None)
             if leaf.identities is None:
                 unidentified.setdefault(leaf.kind, None)

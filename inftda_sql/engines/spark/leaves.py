@@ -10,7 +10,9 @@ the identity of the data it reads, from the plan alone (no row is read, no job r
   ``System.identityHashCode``; an empty one reads nothing.
 * ``LogicalRDD`` (and any leaf holding an RDD): the RDDs its lineage starts from, by id, in
   their application. ``spark.createDataFrame(rdd)`` maps the RDD afresh each call, so the
-  start of the lineage, not the leaf's own RDD, is what two DataFrames over one RDD share.
+  start of the lineage, not the leaf's own RDD, is what two DataFrames over one RDD share. A
+  lineage that starts from a scan of files (``spark.createDataFrame(df.rdd)`` of a DataFrame
+  over a table or files) reads those files: they are compared as the catalog's are.
 * a JDBC relation: its table and database URL, with the user, password and every other
   credential removed; a query (or a subquery given as the table) cannot be identified.
 * a data source without a catalog name (a Python data source): its name and options, the
@@ -19,8 +21,8 @@ the identity of the data it reads, from the plan alone (no row is read, no job r
 Anything else is read without an identity, named by its kind: whether a domain reads what the
 input reads then cannot be told (see
 :func:`~inftda_sql.engines.checks.check_domain_sources_known`). A DataFrame turned into an RDD
-and back (``spark.createDataFrame(df.rdd)``) or checkpointed is a copy, as a table saved from
-the input would be: it has an identity of its own.
+and back (``spark.createDataFrame(df.rdd)``) from rows in memory, or checkpointed, is a copy,
+as a table saved from the input would be: it has an identity of its own.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ _LINEAGE_LIMIT = 10_000
 @dataclass(frozen=True)
 class Leaf:
     """A plan leaf outside the catalog's tables and files: its ``kind`` (the node's name, or
-    the database a JDBC relation reads) and the ``identities`` of the data it reads (empty:
-    it reads no rows), or None when they cannot be told."""
+    the database a JDBC relation reads), the ``identities`` of the data it reads (empty: it
+    reads no rows, or only ``files``), or None when they cannot be told, and the data files
+    it reads (URIs: an RDD's lineage may start from a scan of files)."""
 
     kind: str
     identities: tuple[str, ...] | None
+    files: tuple[str, ...] = ()
 
 
 def _option(opt: Any) -> Any:
@@ -87,11 +91,14 @@ def redacted_url(url: str) -> str:
     return main + "".join(sep + part for sep, part in kept)
 
 
-def _lineage_roots(rdd: Any) -> tuple[str, ...] | None:
-    """The RDDs ``rdd``'s lineage starts from (no dependencies), as identities; None when the
-    lineage is longer than :data:`_LINEAGE_LIMIT`. An empty RDD reads nothing."""
+def _lineage(kind: str, rdd: Any) -> Leaf:
+    """The leaf of an RDD: the RDDs its lineage starts from (no dependencies) as identities,
+    the files of those that scan files; no identity when the lineage is longer than
+    :data:`_LINEAGE_LIMIT`. An empty RDD reads nothing."""
     app = str(rdd.context().applicationId())
-    stack, seen, roots = [rdd], set[int](), dict[int, str]()
+    stack, seen = [rdd], set[int]()
+    roots: dict[int, str] = {}
+    files: dict[str, None] = {}
     while stack:
         node = stack.pop()
         rdd_id = int(node.id())
@@ -99,15 +106,21 @@ def _lineage_roots(rdd: Any) -> tuple[str, ...] | None:
             continue
         seen.add(rdd_id)
         if len(seen) > _LINEAGE_LIMIT:
-            return None
+            return Leaf(kind, None)
         deps = node.dependencies()
         parents = [deps.apply(i).rdd() for i in range(deps.size())]
-        if not parents:
-            kind = str(node.getClass().getSimpleName())
-            if kind != "EmptyRDD":
-                roots[rdd_id] = f"the RDD #{rdd_id} ({kind}) of Spark application {app}"
         stack.extend(parents)
-    return tuple(roots[i] for i in sorted(roots))
+        if parents:
+            continue
+        name = str(node.getClass().getSimpleName())
+        if name == "FileScanRDD":  # a scan of a DataFrame's files: compared by its files
+            partitions = node.filePartitions()
+            for i in range(partitions.size()):
+                for f in partitions.apply(i).files():  # a Java array
+                    files.setdefault(str(f.filePath().urlEncoded()), None)
+        elif name != "EmptyRDD":
+            roots[rdd_id] = f"the RDD #{rdd_id} ({name}) of Spark application {app}"
+    return Leaf(kind, tuple(roots[i] for i in sorted(roots)), tuple(files))
 
 
 def _jdbc(relation: Any) -> Leaf:
@@ -163,6 +176,6 @@ def identify(spark_jvm: Any, node: Any, kind: str) -> Leaf:
     except Py4JError:
         return Leaf(kind, None)
     try:
-        return Leaf(kind, _lineage_roots(rdd))
+        return _lineage(kind, rdd)
     except Py4JError:
         return Leaf(kind, None)
