@@ -266,8 +266,8 @@ def check_domain_sources_known(
     kinds, unknown = ({k.lower(): k for k in side} for side in input_kinds)
     for role, description, dom_kinds, dom_unknown in domains:
         mine = {k.lower(): k for k in dom_kinds}
-        shared = [k for k in {k.lower() for k in dom_unknown} if k in kinds]
-        shared += [k for k in unknown if k in mine]
+        shared = sorted({k.lower() for k in dom_unknown if k.lower() in kinds})
+        shared += sorted(k for k in unknown if k in mine)
         if shared:
             which = mine.get(shared[0], kinds.get(shared[0], shared[0]))
             raise DomainError(
