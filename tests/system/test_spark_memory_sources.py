@@ -217,8 +217,14 @@ def test_public_domains_made_apart_from_the_input_are_accepted(
 def derby(spark: Any, sdb: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A fresh in-memory Derby database holding ``persons`` and ``geo``; its URL. Derby's log
     goes to a temporary folder (by default it writes derby.log where the tests run)."""
-    log = tmp_path_factory.getbasetemp() / "derby.log"
+    from py4j.protocol import Py4JJavaError
+
+    log = tmp_path_factory.getbasetemp() / "derby.log"  # set before Derby starts
     spark._jvm.java.lang.System.setProperty("derby.stream.error.file", str(log))
+    try:  # shipped with pyspark (the Hive metastore's database)
+        spark._jvm.java.lang.Class.forName("org.apache.derby.jdbc.EmbeddedDriver")
+    except Py4JJavaError:
+        pytest.skip("no Derby JDBC driver among Spark's jars")
     url = f"jdbc:derby:memory:db{uuid.uuid4().hex[:8]}"
     for name, frame, create in (("persons", _persons(), ";create=true"), ("geo", _geo(), "")):
         types = ", ".join(f"{c} VARCHAR(8)" for c in frame.columns)  # not CLOB: comparable
