@@ -113,6 +113,10 @@ REFUSED: dict[str, Callable[[Any], tuple[Any, Any]]] = {
         df.select("r", "c").distinct(),
     ),
     "a DataFrame over the same RDD": _same_rdd,
+    "the .rdd of an input made of rows, a DataFrame again": lambda s: (
+        df := s.createDataFrame(ROWS, SCHEMA),
+        s.createDataFrame(df.rdd.map(lambda row: (row.r, row.c)), GEO_SCHEMA),
+    ),
     "an RDD of the input table's rows": _table_rdd,
 }
 
