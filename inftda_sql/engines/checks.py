@@ -23,6 +23,7 @@ __all__ = [
     "check_domain_files_known",
     "check_domain_not_input",
     "check_domain_paths",
+    "check_domain_sources_known",
     "check_not_aggregated",
     "check_not_read",
     "check_not_reserved",
@@ -240,6 +241,44 @@ def check_domain_files_known(
                 f"and {other} reads files; which they are cannot be told, so the domain might "
                 "be the private data. Name the domain's files by their paths (checked against "
                 "the input's), load the domain into a table, or pass ",
+                Arg("domain_from_data", True),
+                " (recorded as not private)",
+                param="domain",
+            )
+
+
+def check_domain_sources_known(
+    input_kinds: tuple[Iterable[str], Iterable[str]],
+    domains: Iterable[tuple[str, str, Iterable[str], Iterable[str]]],
+) -> None:
+    """Refuse a domain when the engine cannot tell whether it reads the input's data: it reads
+    a kind of source (a JDBC database, a data source the engine does not describe) that the
+    input reads too, and on one side that source has no identity (a query, an unknown kind of
+    relation). ``input_kinds`` and each domain's last two fields: (the kinds of source read,
+    the kinds read without an identity); ``domains`` are (role, description, kinds,
+    unidentified kinds). Sources of different kinds never share data: those pass.
+
+    Example:
+        >>> jdbc = "the JDBC database jdbc:derby:memory:db"
+        >>> check_domain_sources_known(([jdbc], []), [("domain", "a frame", ["Foo"], ["Foo"])])
+        >>> try:
+        ...     check_domain_sources_known(([jdbc], []), [("domain", "a frame", [jdbc], [jdbc])])
+        ... except DomainError as exc:
+        ...     print(str(exc).split(", and what")[0])
+        the domain (a frame) and the input both read the JDBC database jdbc:derby:memory:db
+    """
+    kinds, unknown = ({k.lower(): k for k in side} for side in input_kinds)
+    for role, description, dom_kinds, dom_unknown in domains:
+        mine = {k.lower(): k for k in dom_kinds}
+        shared = sorted({k.lower() for k in dom_unknown if k.lower() in kinds})
+        shared += sorted(k for k in unknown if k in mine)
+        if shared:
+            which = mine.get(shared[0], kinds.get(shared[0], shared[0]))
+            raise DomainError(
+                f"the {role} ({description}) and the input both read {which}, and what one of "
+                "them reads there has no identity the engine can compare (a query, or a kind "
+                "of source it does not describe), so the domain might be the private data. "
+                "Load the domain into a catalog table or a file, or pass ",
                 Arg("domain_from_data", True),
                 " (recorded as not private)",
                 param="domain",

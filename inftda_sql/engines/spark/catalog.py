@@ -7,8 +7,10 @@ The column checks here (scalar types, a numeric count, joinable domain types) sa
 the DuckDB engine's, in Spark's type names.
 
 :func:`base_tables` says what a DataFrame reads, from Spark's analyzed plan (views, temporary
-and global views, subqueries and CTEs unfolded): the catalog tables and files at its leaves. The
-domain-vs-input check and the budgets look at these, never at the name a source was given.
+and global views, subqueries and CTEs unfolded): the catalog tables and files at its leaves, and
+the identity of the data read from outside them (rows in memory, an RDD, a JDBC table: see
+:mod:`.leaves`). The domain-vs-input check (:func:`check_domain_reads`) and the budgets look at
+these, never at the name a source was given.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ from pyspark.sql import types as T
 from ..._errors import DomainError, InftdaError, InputDataError, SpecError
 from ..._frames import mapping_table
 from ...core.names import split_name
+from ..checks import check_domain_not_input, check_domain_sources_known
+from .leaves import identify
 
 __all__ = [
     "BaseTables",
     "SparkSource",
     "base_tables",
+    "check_domain_reads",
     "check_domain_types",
     "check_scalar_type",
     "count_column",
@@ -80,6 +85,13 @@ class BaseTables:
     ``files`` every data file read (a table's too), ``views`` the views passed through, and
     ``outside`` the plan leaves that read rows from neither (a local or in-memory DataFrame, an
     RDD, a JDBC relation), by node name.
+
+    What those leaves read (:mod:`.leaves`): ``memory`` the identities of that data, which
+    name no value of it ("the in-memory rows of LocalRelation #12", "the RDD #3
+    (ParallelCollectionRDD) of Spark application local-1", "the JDBC table trips of
+    jdbc:derby:memory:db", credentials removed), ``kinds`` the kind of every such leaf (its
+    node name, or the JDBC database it reads), and ``unidentified`` the kinds of those whose
+    data has no identity (a JDBC query, a relation of an unknown kind).
     """
 
     tables: tuple[str, ...] = ()
@@ -87,6 +99,9 @@ class BaseTables:
     files: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
     outside: tuple[str, ...] = ()
+    memory: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    unidentified: tuple[str, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -95,9 +110,15 @@ class BaseTables:
 
     @property
     def reads(self) -> tuple[str, ...]:
-        """Everything that identifies the stored data read: tables, paths, then data files (a
-        table and a path read the same data when they share a file)."""
-        return self.tables + self.paths + self.files
+        """Everything that identifies the data read: tables, paths, data files (a table and a
+        path read the same data when they share a file), the identities of data read from
+        outside them, then the views passed through (a view of inline rows, re-analysed at
+        each use, reads no other identity)."""
+        return self.tables + self.paths + self.files + self.memory + self._view_reads
+
+    @property
+    def _view_reads(self) -> tuple[str, ...]:
+        return tuple(f"the view {v}" for v in self.views)
 
 
 def _seq(seq: Any) -> Iterator[Any]:
@@ -147,7 +168,8 @@ def base_tables(df: DataFrame) -> BaseTables:
     """The catalog tables, files, and views ``df`` reads (see :class:`BaseTables`): the leaves
     of its analyzed plan (``LogicalRelation``, ``HiveTableRelation``, ``DataSourceV2Relation``)
     and the views on the way, every subquery included. Reads no data: the plan is analysed when
-    the DataFrame is made, and a file index lists its files once."""
+    the DataFrame is made, and a file index lists its files once. Leaves that read neither
+    tables nor files are identified by :func:`.leaves.identify`."""
     try:
         plan = df._jdf.queryExecution().analyzed()
     except AttributeError:  # pragma: no cover - Spark Connect keeps the plan on the server
@@ -160,6 +182,10 @@ def base_tables(df: DataFrame) -> BaseTables:
     files: dict[str, None] = {}
     views: dict[str, None] = {}
     outside: set[str] = set()
+    memory: dict[str, None] = {}
+    kinds: dict[str, None] = {}
+    unidentified: dict[str, None] = {}
+    jvm = df.sparkSession._jvm
     stack = [plan]
     while stack:
         node = stack.pop()
@@ -196,12 +222,36 @@ def base_tables(df: DataFrame) -> BaseTables:
                 files.setdefault(_local(str(f)), None)
         elif key is None:
             outside.add(kind)
+            leaf = identify(jvm, node, kind)
+            files.update(dict.fromkeys(_local(f) for f in leaf.files))
+            kinds.setdefault(leaf.kind, None)
+            if leaf.identities is None:
+                unidentified.setdefault(leaf.kind, None)
+            else:
+                memory.update(dict.fromkeys(leaf.identities))
     return BaseTables(
         tuple(sorted(tables.values(), key=str.lower)),
         tuple(sorted(paths)),
         tuple(sorted(files)),
         tuple(sorted(views)),
         tuple(sorted(outside)),
+        tuple(sorted(memory)),
+        tuple(sorted(kinds)),
+        tuple(sorted(unidentified)),
+    )
+
+
+def check_domain_reads(inp: BaseTables, domains: Sequence[tuple[str, str, BaseTables]]) -> None:
+    """Refuse a domain (``domains``: role, description, what it reads) that reads what the
+    input reads: a table, a file, the same rows in memory, RDD, JDBC table or view
+    (:func:`~inftda_sql.engines.checks.check_domain_not_input`), or a source of a kind the
+    input reads too that has no identity on one side
+    (:func:`~inftda_sql.engines.checks.check_domain_sources_known`). From the plans alone,
+    before any data is read."""
+    check_domain_not_input(inp.reads, [(role, desc, reads.reads) for role, desc, reads in domains])
+    check_domain_sources_known(
+        (inp.kinds, inp.unidentified),
+        [(role, desc, reads.kinds, reads.unidentified) for role, desc, reads in domains],
     )
 
 

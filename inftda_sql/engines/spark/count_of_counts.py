@@ -36,12 +36,12 @@ from ...core.coc import (
     with_empty_groups,
 )
 from ...core.tree import ChainTree
-from ..checks import check_domain_not_input
 from ..records import ReleaseRecord
 from .catalog import (
     BaseTables,
     SparkSource,
     base_tables,
+    check_domain_reads,
     check_domain_types,
     check_scalar_type,
     count_column,
@@ -435,9 +435,7 @@ class CocStages:
         inp, groups = coc.resolve_names()
         self._reads = base_tables(inp.df)
         group_reads = base_tables(groups.df)
-        check_domain_not_input(
-            self._reads.reads, [("groups table", groups.description, group_reads.reads)]
-        )
+        check_domain_reads(self._reads, [("groups table", groups.description, group_reads)])
         check_targets(
             self.spark,
             [(inp, self._reads, "the input"), (groups, group_reads, "the groups table")],

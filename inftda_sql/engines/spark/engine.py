@@ -23,16 +23,14 @@ from ...core.domains import match_columns, unwrap
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
-from ..checks import (
-    check_domain_not_input,
-    check_not_aggregated,
-)
+from ..checks import check_not_aggregated
 from ..records import ReleaseRecord
 from . import fingerprint
 from .catalog import (
     BaseTables,
     SparkSource,
     base_tables,
+    check_domain_reads,
     check_domain_types,
     check_scalar_type,
     count_column,
@@ -234,13 +232,13 @@ class SparkEngine(FeatureStages, CocStages):
         return list(reads.keys), outside
 
     def _check_domains_are_not_the_input(self) -> None:
-        """A domain that reads what the input reads (a table, a file: through any view or
-        DataFrame) would take the categories from the private data while the release is
-        recorded as private: refused, as on DuckDB."""
-        check_domain_not_input(
-            self._reads.reads,
+        """A domain that reads what the input reads (a table, a file, the same rows in memory,
+        an RDD, a JDBC table: through any view or DataFrame) would take the categories from
+        the private data while the release is recorded as private: refused, as on DuckDB."""
+        check_domain_reads(
+            self._reads,
             [
-                (self._domain_role(c), dom.description, self._domain_reads[c].reads)
+                (self._domain_role(c), dom.description, self._domain_reads[c])
                 for c, dom in enumerate(self._domains)
             ],
         )
