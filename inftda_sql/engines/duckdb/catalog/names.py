@@ -124,8 +124,8 @@ class Resolved:
         source, and ``publish()`` checks it, by its keys alone."""
         if not self.outside:
             return True
-        memory = self.outside != tuple(op for op in self.outside if reads_files((op,)))
-        return bool(self.files) and self.files_complete and not memory
+        in_memory = not all(reads_files((op,)) for op in self.outside)
+        return bool(self.files) and self.files_complete and not in_memory
 
 
 @dataclass(frozen=True)
