@@ -194,6 +194,30 @@ def test_a_budget_is_charged_to_the_base_table_a_view_reads(spark: Any, sdb: str
         _release(spark, local, rho=0.1, output="third")
 
 
+def test_hard_links_of_a_budgeted_tables_files_spend_its_budget(spark: Any, db: Path) -> None:
+    """A table's budget is keyed by its name; a folder of hard links of its data files reads
+    the same data, so a release of it is charged to the table too."""
+    import inftda_sql.spark
+
+    inftda_sql.spark.set_budget(spark, "persons", rho=1.0)
+    _release(spark, "persons", rho=0.6, output="first")
+    table_folder = next(
+        r.data_type
+        for r in spark.sql("DESCRIBE TABLE EXTENDED persons").collect()
+        if r.col_name == "Location"
+    )
+    linked = db.parent / "linked_table.parquet"
+    linked.mkdir()
+    for part in Path(table_folder.removeprefix("file:")).glob("*.parquet"):
+        os.link(part, linked / part.name)
+    with pytest.raises(BudgetError, match=r"would spend rho=0\.6"):
+        _release(spark, spark.read.parquet(str(linked)), rho=0.6, output="second")
+    assert not spark.catalog.tableExists("second")
+    _release(spark, spark.read.parquet(str(linked)), rho=0.4, output="second")  # what is left
+    base = f"spark_catalog.{spark.catalog.currentDatabase()}.persons"
+    assert base in inftda_sql.spark.ledger(spark).releases[-1]["base_tables"]
+
+
 # ---------------------------------------------------------------- contribution bounding
 
 

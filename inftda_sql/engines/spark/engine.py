@@ -11,6 +11,7 @@ from types import TracebackType
 
 import numpy as np
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from ..._coc_request import CountOfCountsRequest
@@ -20,6 +21,7 @@ from ...core.accounting import Guarantee
 from ...core.arrays import I64
 from ...core.cells import LeafCells
 from ...core.domains import match_columns, unwrap
+from ...core.names import key_identity
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ..base import Scan
@@ -222,14 +224,40 @@ class SparkEngine(FeatureStages, CocStages):
         self._workers_checked = True
 
     def _charge(self) -> tuple[list[str], str | None]:
-        """The base tables (or files) the input reads, which its budget is charged to, and what
-        it reads from outside them (rows given in memory, an RDD, a JDBC source), or None."""
+        """The base tables (or files) the input reads, which its budget is charged to (with a
+        budgeted table whose data files it reads through hard links), and what it reads from
+        outside them (rows given in memory, an RDD, a JDBC source), or None."""
         reads = self._reads
         outside = None
         if reads.outside:
             what = ", ".join(reads.outside)
             outside = f"read (partly) from outside the catalog's tables and files ({what})"
-        return list(reads.keys), outside
+        keys = list(reads.keys)
+        return keys + self._linked_budgets(keys), outside
+
+    def _linked_budgets(self, keys: Sequence[str]) -> list[str]:
+        """The budgeted tables, not among ``keys``, whose data files the input reads under
+        other names (hard links elsewhere): it reads their data, so it is charged to them too.
+        A table's budget is keyed by its name, so only its files' device and inode tell
+        (:func:`~inftda_sql.core.names.key_identity`); a table that no longer exists is
+        skipped."""
+        files = self._reads.files
+        if not files:
+            return []
+        mine = {key_identity(k) for k in keys}
+        wanted = {key_identity(f) for f in files}
+        found = []
+        for budget in self.ledger.budgets().values():
+            table = budget.input_table
+            if key_identity(table) in mine:
+                continue
+            try:
+                theirs = base_tables(self.spark.table(table)).files
+            except AnalysisException:
+                continue
+            if any(key_identity(f) in wanted for f in theirs):
+                found.append(table)
+        return found
 
     def _check_domains_are_not_the_input(self) -> None:
         """A domain that reads what the input reads (a table, a file, the same rows in memory,
