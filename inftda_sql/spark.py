@@ -53,7 +53,6 @@ from ._request import ReleaseRequest
 from ._result import CountOfCountsRelease, Release
 from .core.accounting import Budget, RhoZCDPBudget
 from .core.coc import DEFAULT_CHUNK, CocLevelStats
-from .core.names import key_identity
 from .core.tree import LevelStats
 from .engines.records import BudgetRecord, is_library_name
 from .engines.spark.catalog import full_name
@@ -218,9 +217,7 @@ def set_budget(
 
 def budget_of(spark: SparkSession, table: str, *, ledger: LedgerPath = None) -> Budget | None:
     """The stored budget of ``table`` (resolved in the catalog), or None."""
-    key = key_identity(_budget_key(spark, table))  # a local file under any of its names
-    found = open_ledger(spark, ledger).budgets().values()
-    stored = next((b for b in found if key_identity(b.input_table) == key), None)
+    stored = open_ledger(spark, ledger).budgets().get(_budget_key(spark, table).lower())
     if stored is None:
         return None
     return _budget(stored)

@@ -201,9 +201,10 @@ def check_domain_not_input(
     """
     private = {key_identity(k): k for k in input_reads}
     for role, description, reads in domains:
-        shared = [(k, private[key_identity(k)]) for k in reads if key_identity(k) in private]
-        if shared:
-            mine, theirs = shared[0]
+        named = ((k, private.get(key_identity(k))) for k in reads)
+        shared = next(((k, theirs) for k, theirs in named if theirs is not None), None)
+        if shared is not None:
+            mine, theirs = shared
             also = "" if mine.lower() == theirs.lower() else f" (as {theirs}: the same file)"
             raise DomainError(
                 f"the {role} ({description}) reads {mine}, which the input reads too{also}: its "

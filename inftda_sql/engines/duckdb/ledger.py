@@ -23,7 +23,8 @@ the spelling a user typed) are resolved through the catalog when they are read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,6 +253,12 @@ class Charge:
         """The rho charged to stored budgets, or None (an (epsilon, delta)-DP release)."""
         return Guarantee(self.guarantee).charged_rho(self.rho)
 
+    @functools.cached_property
+    def identities(self) -> frozenset[Hashable]:
+        """What its keys stand for (:func:`~inftda_sql.core.names.key_identity`: a file under
+        any of its names), computed once however many budgets are checked against it."""
+        return frozenset(key_identity(k) for k in self.keys)
+
 
 def charges(con: duckdb.DuckDBPyConnection) -> list[Charge]:
     """Every recorded release's charge; older rows are resolved through the catalog."""
@@ -278,7 +285,7 @@ def _spent(found: Sequence[Charge], key: str) -> tuple[float, int, int]:
     rho, n, approx = 0.0, 0, 0
     target = key_identity(key)
     for charge in found:
-        if any(key_identity(k) == target for k in charge.keys):
+        if target in charge.identities:
             n += 1
             charged = charge.charged_rho
             if charged is not None:

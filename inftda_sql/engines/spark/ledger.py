@@ -61,7 +61,6 @@ from pyspark.sql import types as T
 from ..._errors import Arg, BudgetError, ConcurrentWriteError, SpecError
 from ..._version import __version__
 from ...core.accounting import Budget, Guarantee, RhoZCDPBudget, budget_verdict
-from ...core.names import key_identity
 from ..records import BUDGET_TABLE, LEDGER_TABLE, BudgetRecord, ReleaseRecord
 
 __all__ = [
@@ -319,9 +318,8 @@ class FileLedger:
             if r.id not in committed and (besides is None or r.id != besides.id):
                 charges.append((r.keys, r.rho, r.guarantee))
         rho, n, approx = 0.0, 0, 0
-        target = key_identity(key)  # a local file under any of its names (hard links too)
         for keys, r_rho, guarantee in charges:
-            if any(key_identity(k) == target for k in keys):
+            if key.lower() in (k.lower() for k in keys):
                 n += 1
                 charged = Guarantee(guarantee).charged_rho(r_rho)
                 if charged is not None:
@@ -360,9 +358,8 @@ class FileLedger:
                     param="budget_override",
                 )
             notes.append(f"budget override: input is {outside}, not charged to a table")
-        by_identity = {key_identity(b.input_table): b for b in budgets.values()}
         for key in keys:
-            stored = by_identity.get(key_identity(key))
+            stored = budgets.get(key.lower())
             if stored is None:
                 continue
             rho, n, _ = self.spent(key, besides=besides, reserved=reserved)
@@ -434,12 +431,12 @@ class FileLedger:
         )
 
     def _others(self, keys: Sequence[str]) -> list[Reservation]:
-        mine = {key_identity(k) for k in keys}
+        lower = {k.lower() for k in keys}
         committed = {p.get("reservation") for p in self._rows()}
         return [
             r
             for r in self.reservations()
-            if r.id not in committed and mine & {key_identity(k) for k in r.keys}
+            if r.id not in committed and lower & {k.lower() for k in r.keys}
         ]
 
     def withdraw(self, reservation: Reservation | None) -> None:

@@ -21,7 +21,7 @@ from .. import compile as _compile
 from ..compile import describe
 from ..sql import ident, render, rows, run, scalar
 from .memo import active
-from .view_files import files_read, reads_files
+from .view_files import files_read, in_memory, reads_files
 
 #: plan leaves that read no data (constants, generators, references to a CTE planned elsewhere)
 _DATA_FREE = frozenset(
@@ -124,8 +124,8 @@ class Resolved:
         source, and ``publish()`` checks it, by its keys alone."""
         if not self.outside:
             return True
-        in_memory = not all(reads_files((op,)) for op in self.outside)
-        return bool(self.files) and self.files_complete and not in_memory
+        frames = any(in_memory(op) for op in self.outside)
+        return bool(self.files) and self.files_complete and not frames
 
 
 @dataclass(frozen=True)

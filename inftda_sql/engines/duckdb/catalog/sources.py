@@ -344,8 +344,7 @@ def check_domains_not_input(inp: Resolved, domains: Sequence[tuple[str, str, Res
     """Refuse a domain (role, description, what it is) that reads what the input reads: a base
     table or a file, read by name, path or through views and relations, or the data of a data
     frame held by the process (the same object, its columns, a relation made from it); or that
-    reads files it
-    cannot name beside an input that reads files (and the other way round)."""
+    reads files it cannot name beside an input that reads files (and the other way round)."""
     check_domain_not_input(
         inp.keys + inp.memory,
         [(role, shown, dom.keys + dom.memory) for role, shown, dom in domains],

@@ -30,7 +30,7 @@ from ....core.names import file_spelling
 from ..sql import rows
 from .files import resolve_files
 
-__all__ = ["FILE_READERS", "FilesRead", "files_read", "reads_files"]
+__all__ = ["FILE_READERS", "FilesRead", "files_read", "in_memory", "reads_files"]
 
 #: table functions that read the files named by their first argument
 FILE_READERS = frozenset(
@@ -73,7 +73,18 @@ def reads_files(outside: tuple[str, ...]) -> bool:
         >>> reads_files(("PARQUET_SCAN",)), reads_files(("PANDAS_SCAN", "PYTHON_ARROW_SCAN"))
         (True, False)
     """
-    return any(not any(m in op for m in _IN_MEMORY) for op in outside)
+    return any(not in_memory(op) for op in outside)
+
+
+def in_memory(operator: str) -> bool:
+    """Whether a plan operator ``outside`` the catalog scans a data frame or Arrow table held
+    by the process (not a file).
+
+    Example:
+        >>> in_memory("PANDAS_SCAN"), in_memory("READ_CSV")
+        (True, False)
+    """
+    return any(m in operator for m in _IN_MEMORY)
 
 
 def files_read(con: duckdb.DuckDBPyConnection, source_sql: str) -> FilesRead:
