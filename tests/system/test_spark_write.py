@@ -64,3 +64,25 @@ def test_a_driver_release_is_written_in_parts_of_rows_per_task(
     assert len(spark.table(again.output).inputFiles()) == math.ceil(rows / per_task) == 3
     assert _rows(spark, "out3") == _rows(spark, "out")
     assert [lv.surviving_cells for lv in sk.levels] == [lv.surviving_cells for lv in duck.levels]
+
+
+def test_a_tables_digest_sums_its_row_hashes_exactly(spark: Any) -> None:
+    """The digest's sum of the rows' ``xxhash64`` (taken in 64-bit parts, not as a decimal) is
+    the exact sum, negative and large hashes included, so a digest is what the fingerprint
+    method says and what earlier ledger rows recorded."""
+    import functools
+    import operator
+
+    from pyspark.sql import functions as F
+
+    from inftda_sql.engines.spark import fingerprint
+
+    df = spark.range(20_000).selectExpr("id", "CAST(id * 7919 % 13 AS STRING) AS k")
+    hashes = [r[0] for r in df.select(F.xxhash64("id", "k")).collect()]
+    assert min(hashes) < -(2**62) and max(hashes) > 2**62
+    row = df.agg(*fingerprint._aggregates(df)).first()
+    assert row is not None
+    found = row.asDict()
+    assert fingerprint._total(found) == sum(hashes)
+    assert found["n"] == len(hashes)
+    assert found["xor"] == functools.reduce(operator.xor, hashes)
