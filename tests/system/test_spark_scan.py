@@ -120,6 +120,13 @@ CASES: dict[str, tuple[str, list[tuple[Any, ...]], type[Exception], str]] = {
         InputDataError,
         NULLS.format(1) + "(df.where(df['n'].isNotNull()))",
     ),
+    "a null ancestor": (
+        "long",
+        [("N", "a", 1), (None, "b", 2)],
+        InputDataError,
+        "hierarchy column 'r' of the input has NULL values; every record needs a value in "
+        "every hierarchy column (filter or fill them first)",
+    ),
     "an ancestor outside the domain's path": (
         "long",
         [("N", "a", 1), ("S", "a", 2)],
@@ -176,3 +183,43 @@ def test_records_of_every_count_type(spark: Any, sdb: str, dtype: str) -> None:
     cells = {(r, c): n for r, c, n in spark.table("counted").collect() if n}
     assert cells == {("N", "a"): 7, ("S", "s2"): 5, ("S", "c"): 1}
     assert sorted(spark.table("micro").collect()) == sorted(spark.table("counted").collect())
+
+
+def test_ancestors_are_compared_as_spark_compares_values(spark: Any, sdb: str) -> None:
+    """The scan compares a row's ancestors with the domain's by one hash of them: values equal
+    under Spark's equality hash alike (-0.0 and 0.0; an int domain for a long input), so such
+    an input is accepted and exact; one ancestor that differs is refused."""
+    import inftda_sql.spark
+
+    rows = [(-0.0, 1, 2), (0.0, 2, 3), (1.5, 3, 4)]
+    frame = spark.createDataFrame(rows, "r double, c long, n long")
+    domain = spark.createDataFrame([(0.0, 1), (0.0, 2), (1.5, 3)], "r double, c int")
+    got = inftda_sql.spark.release(
+        spark, frame, hierarchy=["r", "c"], domain=domain, count="n", rho=INF, output="typed"
+    )
+    assert got.total == 9
+    assert sorted(spark.table("typed").collect()) == [(0.0, 1, 2), (0.0, 2, 3), (1.5, 3, 4)]
+    wrong = spark.createDataFrame([*rows, (1.5, 1, 1)], "r double, c long, n long")
+    with pytest.raises(DomainError, match=r"input path \(r=1\.5, c=1\) is not in the domain"):
+        inftda_sql.spark.release(
+            spark, wrong, hierarchy=["r", "c"], domain=domain, count="n", rho=INF, output="t2"
+        )
+
+
+def test_equal_ancestors_hash_alike(spark: Any) -> None:
+    """The scan's ancestor hash of an input row and of the domain's path (cast to the input's
+    types) agree when Spark's equality does: -0.0 and 0.0, an int domain for a long input, a
+    float domain for a double input; and differ when a value differs."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from inftda_sql.engines.spark.scan import _ancestor_hash
+
+    types = [T.DoubleType(), T.LongType(), T.DoubleType()]
+    rows = [(-0.0, 7, 0.5, 0.0, 7, 0.5), (2.0, 7, 0.5, 2.0, 8, 0.5)]
+    df = spark.createDataFrame(rows, "a double, b long, c double, x double, y int, z float")
+    got = df.select(
+        _ancestor_hash([F.col("a"), F.col("b"), F.col("c")], types),
+        _ancestor_hash([F.col("x"), F.col("y"), F.col("z")], types),
+    ).collect()
+    assert [row[0] == row[1] for row in got] == [True, False]

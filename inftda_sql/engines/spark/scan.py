@@ -143,7 +143,7 @@ def scan(
         weight = F.col("__keep").cast("long")
     aggs = _lean_aggregates(inp, count, count_is_integer, weight, weighted=unit is not None)
     describe(inp.df.sparkSession, "scan: GROUP BY of the input, checks, coded cells")
-    leaf = df.groupBy(*[_c(c) for c in _path_columns(spec)]).agg(*aggs)
+    leaf = df.groupBy(*_group_keys(spec, inp)).agg(*aggs)
     if "__n" not in leaf.columns:  # one record per row: the records are the rows
         leaf = leaf.withColumn("__n", F.col("__rows"))
     exact = _Exact(df, spec, inp, count, count_is_integer, weight)
@@ -373,21 +373,42 @@ def refuse(found: Sequence[int], cols: Sequence[str], count: str | None, inp: Sp
         )
 
 
-def _path_columns(spec: TreeSpec) -> list[str]:
-    """The scan's ``GROUP BY`` keys: every hierarchy column once, chain after chain. A group is
-    one path of the input: joined to the domain's path of its leaf, its ancestors are checked
-    exactly by comparing them (:func:`_ancestors_flag`), which costs the hash aggregate less
-    than a least, greatest and count of every ancestor column per leaf group."""
-    seen: dict[str, str] = {}
-    for col in spec.columns:
-        seen.setdefault(col.lower(), col)
-    return list(seen.values())
+def _group_keys(spec: TreeSpec, inp: SparkSource) -> list[Column]:
+    """The scan's ``GROUP BY`` keys, as DuckDB's scan groups (``sql/leaf_counts.sql``): every
+    chain's leaf column once and, per chain of several columns, one hash of the row's ancestors
+    (``__h<c>``, :func:`_ancestor_hash`). A leaf cell whose rows agree on their ancestors stays
+    one group; one whose rows disagree splits into groups, of which one at least hashes unlike
+    the domain's path of the leaf and is flagged (:func:`_ancestors_flag`). Two or three keys
+    instead of every hierarchy column: a narrower shuffle and hash table."""
+    seen: dict[str, Column] = {}
+    for chain in spec.chains:
+        seen.setdefault(chain[-1].lower(), _c(chain[-1]))
+    hashes = [
+        _ancestor_hash([_c(col) for col in chain[:-1]], _types(inp, chain[:-1])).alias(f"__h{c}")
+        for c, chain in enumerate(spec.chains)
+        if len(chain) > 1
+    ]
+    return [*seen.values(), *hashes]
+
+
+def _types(inp: SparkSource, columns: Sequence[str]) -> list[T.DataType]:
+    return [inp.types[col.lower()] for col in columns]
+
+
+def _ancestor_hash(values: Sequence[Column], types: Sequence[T.DataType]) -> Column:
+    """Spark's ``xxhash64`` of a path's ancestors, each cast to the input column's type, so the
+    input's rows and the domain's paths (coded in those types) hash alike when Spark's equality
+    makes them equal (its hash makes -0.0 and 0.0 alike). A collision (about 2**-64 a group)
+    could only let rows under other ancestors than the domain's pass, counted in their leaf's
+    cell as the domain places it."""
+    return F.xxhash64(*[v.cast(t) for v, t in zip(values, types, strict=True)])
 
 
 def _ancestors_flag(c: int, chain: Sequence[str]) -> Column:
-    """A group whose leaf is in the domain under other ancestors (a NULL one included)."""
+    """A group whose leaf is in the domain under other ancestors (a NULL one included): its
+    ancestors' hash is not the domain's."""
     leaf_code = F.col(depth_code(c, len(chain)))
-    return (leaf_code.isNotNull() & _ancestors_differ(c, chain)).alias(f"__bad{c}")
+    return (leaf_code.isNotNull() & (F.col(f"__h{c}") != F.col(f"__domh{c}"))).alias(f"__bad{c}")
 
 
 def _code_cells(
@@ -412,11 +433,17 @@ def _code_cells(
     joined = leaf
     flags: list[Column] = []
     for c, (chain, coded) in enumerate(zip(spec.chains, chains, strict=True)):
+        ancestors = [_c(col) for col in chain[:-1]]
         dom = coded.codes.select(
-            *[_c(col).alias(f"__dom{c}_{i}") for i, col in enumerate(chain)],
+            _c(chain[-1]).alias(f"__leaf{c}"),
             *[F.col(depth_code(c, d)) for d in range(1, len(chain) + 1)],
+            *(
+                [_ancestor_hash(ancestors, _types(inp, chain[:-1])).alias(f"__domh{c}")]
+                if ancestors
+                else []
+            ),
         )
-        on = _c(chain[-1]) == F.col(f"__dom{c}_{len(chain) - 1}")
+        on = _c(chain[-1]) == F.col(f"__leaf{c}")
         joined = joined.join(coded.joinable(dom), on, "left")
         if len(chain) > 1:
             flags.append(_ancestors_flag(c, chain))
