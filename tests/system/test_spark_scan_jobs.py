@@ -89,3 +89,60 @@ def test_every_refusal_of_a_scan_whose_cells_stay_in_spark(spark: Any, sdb: str)
     finally:
         spark.conf.unset("spark.inftda.driverChildren")
     assert not spark.catalog.tableExists("o")
+
+
+@pytest.mark.parametrize(
+    ("setting", "fetched"), [(5000, True), (999, False)], ids=["rows fit", "rows do not fit"]
+)
+def test_cells_go_to_the_driver_when_the_inputs_rows_fit(
+    spark: Any, sdb: str, monkeypatch: pytest.MonkeyPatch, setting: int, fetched: bool
+) -> None:
+    """An O/D domain of 7,900 x 7,900 leaf cells is far above ``spark.inftda.driverChildren``,
+    but the input's 1,000 rows are at most 5,000: the scan fetches its cells to the driver and
+    caches nothing; the levels above 5,000 children then run in Spark's tasks on the cells
+    handed back from the driver (the input is not read again). Below the input's rows (999),
+    the cells are cached in Spark. The seeded DuckDB table either way."""
+    import inftda_sql.spark
+    from inftda_sql.engines.spark import engine as spark_engine
+    from inftda_sql.engines.spark.engine import SparkEngine
+
+    con = duckdb.connect()
+    d = synthetic.italy_like(con, scale=0.002, microdata=False)
+    for table in (d.trips, d.geo_origin, d.geo_destination):
+        _to_spark(spark, con, f"SELECT * FROM {table}", table)
+    kwargs: dict[str, Any] = dict(
+        hierarchy=OD, domain=[d.geo_origin, d.geo_destination], count="n", rho=1.0, seed=11
+    )
+    duck = inftda_sql.release(con, d.trips, output="out", **kwargs)
+    assert con.sql(f"SELECT count(*) FROM {d.trips}").fetchall() == [(1000,)]
+    assert max(lv.noised_cells for lv in duck.levels) > 5000  # some level runs in tasks
+
+    sc = spark.sparkContext
+    scan = SparkEngine.scan
+    cached: list[int] = []
+    handed_back: list[int] = []
+
+    def watched(self: SparkEngine) -> Any:
+        try:
+            return scan(self)
+        finally:
+            cached.append(sc._jsc.getPersistentRDDs().size())
+
+    def cells_frame(session: Any, cells: Any, spec: Any) -> Any:
+        handed_back.append(cells.counts.size)
+        return frame_of(session, cells, spec)
+
+    frame_of = spark_engine.cells_frame
+    monkeypatch.setattr(SparkEngine, "scan", watched)
+    monkeypatch.setattr(spark_engine, "cells_frame", cells_frame)
+    spark.conf.set("spark.inftda.driverChildren", str(setting))
+    try:
+        sk = inftda_sql.spark.release(spark, d.trips, output="out", **kwargs)
+    finally:
+        spark.conf.unset("spark.inftda.driverChildren")
+    assert (cached == [0]) is fetched, cached
+    cells = con.sql(f"SELECT count(DISTINCT (o_mun, d_mun)) FROM {d.trips} WHERE n > 0")
+    assert handed_back == (list(cells.fetchall()[0]) if fetched else [])
+    assert _rows(spark, "out") == sorted(con.sql("SELECT * FROM out").fetchall())
+    assert [lv.surviving_cells for lv in sk.levels] == [lv.surviving_cells for lv in duck.levels]
+    assert [lv.noised_cells for lv in sk.levels] == [lv.noised_cells for lv in duck.levels]

@@ -36,7 +36,7 @@ def test_a_driver_release_is_written_in_parts_of_rows_per_task(
     seeded DuckDB table, and the session's Arrow settings put back: unset stays unset, a value
     set stays that value."""
     import inftda_sql.spark
-    from inftda_sql.engines.spark import write
+    from inftda_sql.engines.spark import frames
 
     con = duckdb.connect()
     d = synthetic.italy_like(con, scale=0.002, microdata=False)
@@ -59,7 +59,7 @@ def test_a_driver_release_is_written_in_parts_of_rows_per_task(
     assert _rows(spark, "out") == sorted(con.sql("SELECT * FROM out").fetchall())
 
     per_task = rows // 3 + 1  # three parts
-    monkeypatch.setattr(write, "ROWS_PER_TASK", per_task)
+    monkeypatch.setattr(frames, "ROWS_PER_TASK", per_task)
     again = inftda_sql.spark.release(spark, d.trips, output="out3", **kwargs)
     assert len(spark.table(again.output).inputFiles()) == math.ceil(rows / per_task) == 3
     assert _rows(spark, "out3") == _rows(spark, "out")

@@ -50,10 +50,10 @@ from .catalog import (
     sql_name,
 )
 from .domain import CodedChain, build_chain, depth_code
+from .frames import from_driver
 from .ledger import FileLedger, Reservation, open_ledger
 from .scan import describe
 from .targets import check_targets
-from .write import from_driver
 
 __all__ = ["CocStages", "SparkCountOfCounts", "levels_view_sql"]
 

@@ -23,6 +23,7 @@ from ..._errors import DomainError, Part
 from ...core.tree import ChainTree, code_paths
 from ..checks import check_domain_paths, reversal_hint
 from .catalog import quote
+from .frames import from_driver
 
 __all__ = ["CodedChain", "build_chain", "depth_code", "distinct_paths"]
 
@@ -35,6 +36,12 @@ def depth_code(chain: int, depth: int) -> str:
 #: code tables up to this many paths are broadcast to every task; larger ones (millions of
 #: census blocks) are joined by a shuffle, as Spark decides
 BROADCAST_PATHS = 1 << 20
+
+#: code tables up to this many paths are rows in the plan (a ``LocalRelation``: broadcast
+#: without a Spark job); larger ones go to Spark as Arrow batches (:func:`~.frames.from_driver`),
+#: since every query over rows in the plan plans them again (a census domain's 156,000 paths:
+#: about 0.5 s of planning per query, and as much to make them)
+LOCAL_PATHS = 1 << 14
 
 #: public domains whose plan Spark estimates at most this size (the files' bytes for a file
 #: or table) are fetched whole and made distinct on the driver: one job and no shuffle instead
@@ -170,7 +177,10 @@ def build_chain(
     table = coded.paths
     for d, code in enumerate(coded.codes, start=1):
         table = table.append_column(depth_code(index, d), pa.array(code))
-    return CodedChain(coded.tree, spark.createDataFrame(table), coded.paths)
+    frame = (
+        spark.createDataFrame(table) if table.num_rows <= LOCAL_PATHS else from_driver(spark, table)
+    )
+    return CodedChain(coded.tree, frame, coded.paths)
 
 
 def _nesting_error(

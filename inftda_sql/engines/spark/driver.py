@@ -11,7 +11,9 @@ otherwise), so a seeded release is the same table whichever side a level runs on
 level above the setting, and every level after it, runs distributed
 (:mod:`.topdown`). The true counts of a driver level come from the leaf cells, collected to the
 driver once (:func:`collect_cells`) when they number at most the same setting, else from one
-``GROUP BY`` of the cells table.
+``GROUP BY`` of the cells table. Cells fetched by the scan itself go back to Spark as the cells
+table (:func:`cells_frame`) only if a level then runs in Spark's tasks: the input is never read
+again.
 """
 
 from __future__ import annotations
@@ -33,8 +35,16 @@ from ...core.spec import TreeSpec
 from ...core.topdown import LevelJob, Optimizer, run_level
 from ...core.tree import ChainTree, key_strides
 from .domain import depth_code
+from .frames import from_driver
 
-__all__ = ["DRIVER_CHILDREN", "SETTING", "collect_cells", "driver_children", "driver_level"]
+__all__ = [
+    "DRIVER_CHILDREN",
+    "SETTING",
+    "cells_frame",
+    "collect_cells",
+    "driver_children",
+    "driver_level",
+]
 
 #: the Spark conf that bounds what runs on the driver (children of a level, leaf cells fetched)
 SETTING = "spark.inftda.driverChildren"
@@ -86,6 +96,19 @@ def collect_cells(cells: DataFrame, spec: TreeSpec, chains: Sequence[ChainTree])
     """The non-empty leaf cells (a leaf code per chain, the true count), fetched as Arrow."""
     table = cells.where(F.col("n") > 0).select(*leaf_code_columns(spec), "n").toArrow()
     return fetched_cells(table, spec, table.column("n").to_numpy(), chains)
+
+
+def cells_frame(spark: SparkSession, cells: LeafCells, spec: TreeSpec) -> DataFrame:
+    """The cells table (a code per chain and depth, and ``n``; one row per non-empty leaf cell)
+    made from leaf cells held on the driver, for the levels that run in Spark's tasks after the
+    scan fetched its cells: the ancestors' codes are read off the public domain."""
+    columns = {
+        depth_code(c, d): cells.ancestor_codes(c, d)
+        for c, chain in enumerate(spec.chains)
+        for d in range(1, len(chain) + 1)
+    }
+    table = pa.table({**{k: pa.array(v) for k, v in columns.items()}, "n": pa.array(cells.counts)})
+    return from_driver(spark, table)
 
 
 def level_children(

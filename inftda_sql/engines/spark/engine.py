@@ -7,6 +7,7 @@ import dataclasses
 import math
 import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 
 import numpy as np
@@ -43,14 +44,15 @@ from .catalog import (
 )
 from .count_of_counts import CocStages, SparkCountOfCounts
 from .domain import CodedChain, build_chain, distinct_paths
-from .driver import collect_cells, driver_children
+from .driver import cells_frame, collect_cells, driver_children
 from .features import FeatureStages
+from .frames import from_driver
 from .ledger import FileLedger, Reservation, open_ledger, register_views
-from .scan import level_counts, scan
+from .scan import describe, level_counts, scan
 from .targets import check_targets
 from .topdown import SparkLeaves, remove_folder, run_topdown, scratch_folder
 from .workers import check_workers, warn_slow_settings
-from .write import decode, from_driver, with_base_tables, write_release
+from .write import decode, with_base_tables, write_release
 
 __all__ = ["SparkEngine", "SparkResult", "sql_name"]
 
@@ -95,6 +97,8 @@ class SparkEngine(FeatureStages, CocStages):
         self._leaf_cells: LeafCells | None = None  # the cells on the driver, when few enough
         self._on_driver = 0  # levels of up to this many children run on the driver
         self._workers_checked = False  # the Python workers were checked (or never needed)
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="inftda-workers-check")
+        self._probe: Future[None] | None = None  # the workers' check, started early
         self._count: str | None = None
         self._count_is_integer = True
         self._reads = BaseTables()  # what the input reads
@@ -216,12 +220,26 @@ class SparkEngine(FeatureStages, CocStages):
         every level is certain to run on the driver: a level has at most as many children as
         its nodes in the PUBLIC domain (every parent surviving), so when no level has more than
         ``spark.inftda.driverChildren`` nodes (the leaf level has the most: every node has a
-        child), no Python worker is ever started."""
+        child), no Python worker is ever started. The check started while the domains were
+        coded (:meth:`_start_worker_check`) is waited for here."""
         if self._workers_checked or not self._may_run_in_tasks():
             return
-        if not self._cells_fit_driver():
+        if self._probe is not None:
+            self._probe.result()  # its error, if any
+        elif not self._cells_fit_driver():
             check_workers(self.spark)
         self._workers_checked = True
+
+    def _start_worker_check(self, paths: Sequence[int]) -> None:
+        """Start :func:`~.workers.check_workers` in a thread of its own as soon as the number
+        of every chain's domain paths is known (``paths``, PUBLIC: at least its leaves), when
+        the leaf cells they allow exceed ``spark.inftda.driverChildren`` and a level may run in
+        Spark's tasks: the workers start while the driver codes the domains and plans the
+        scan, instead of after."""
+        leaves = math.prod(paths)
+        if not self._may_run_in_tasks() or 0 < leaves <= self._on_driver:
+            return
+        self._probe = self._background.submit(check_workers, self.spark)
 
     def _charge(self) -> tuple[list[str], str | None]:
         """The base tables (or files) the input reads, which its budget is charged to (with a
@@ -343,6 +361,7 @@ class SparkEngine(FeatureStages, CocStages):
         types = [[inp.types[col.lower()] for col in chain] for chain in spec.chains]
         frames = [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)]
         found = distinct_paths(frames, spec.chains, types)  # every chain in one query
+        self._start_worker_check([paths.num_rows for paths in found])
         for c, chain in enumerate(spec.chains):
             self._chains.append(
                 build_chain(
@@ -373,12 +392,13 @@ class SparkEngine(FeatureStages, CocStages):
             contribution=req.contribution,
             distinct=req.distinct,
             source=req.source,
-            to_driver=self._cells_fit_driver(),
+            to_driver=self._fetch_cells(),
         )
-        self._cells, self._cached = table.frame, table.cached
-        if table.leaf is not None:  # fetched by the scan's own job
+        if table.leaf is not None:  # fetched by the scan's own job: Spark keeps nothing
             self._leaf_cells = table.leaf
-        elif self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
+            return found
+        self._cells, self._cached = table.frame, table.cached
+        if self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
             self._leaf_cells = collect_cells(
                 table.frame, req.tree, [ch.tree for ch in self._chains]
             )
@@ -386,13 +406,33 @@ class SparkEngine(FeatureStages, CocStages):
 
     def _cells_fit_driver(self) -> bool:
         """Whether every leaf cell the PUBLIC domain allows (the product of its chains' leaves)
-        fits on the driver: then every level runs there, and the scan fetches the cells in the
-        job that makes them instead of caching them in Spark."""
+        fits on the driver: then every level runs there."""
         leaves = math.prod(ch.tree.sizes[-1] for ch in self._chains)
         return 0 < leaves <= self._on_driver
 
+    def _fetch_cells(self) -> bool:
+        """Whether the scan fetches its cells to the driver in the job that makes them, instead
+        of caching them in Spark: when they fit ``spark.inftda.driverChildren`` by the public
+        domain, or else by the input's rows (a cell holds one row at least). Counting the rows
+        is one job, which reads the footers of Parquet and ORC files, not their data; the
+        count decides where the cells are kept, nothing else (the released table is the same
+        either way). A level that then runs in Spark's tasks gets the cells from the driver
+        (:attr:`cells`), so the input is not read again."""
+        if self._cells_fit_driver():
+            return True
+        if self._on_driver <= 0:
+            return False
+        describe(self.spark, "scan: the input's rows (do its cells fit the driver?)")
+        try:
+            return self.input.df.count() <= self._on_driver
+        finally:
+            describe(self.spark, None)
+
     @property
     def cells(self) -> DataFrame:
+        """The cells table in Spark: the scan's, or made from the cells it fetched."""
+        if self._cells is None and self._leaf_cells is not None:
+            self._cells = cells_frame(self.spark, self._leaf_cells, self.request.tree)
         if self._cells is None:
             raise SpecError("the input is not scanned yet: call scan() first")
         return self._cells
@@ -411,7 +451,7 @@ class SparkEngine(FeatureStages, CocStages):
             self.spark,
             ctx.spec,
             ctx.chains,
-            self.cells,
+            lambda: self.cells,
             ctx.tree_sigmas,
             ctx.total,
             source=ctx.source,
@@ -502,6 +542,7 @@ class SparkEngine(FeatureStages, CocStages):
         )
 
     def close(self) -> None:
+        self._background.shutdown(wait=True)  # a check started early ends before the release
         if self._ledger is not None:
             self._ledger.withdraw(self._reservation)  # recorded (the row names it) or not
         if self._cached is not None:

@@ -45,6 +45,7 @@ from .catalog import (
     sql_name,
     type_family,
 )
+from .frames import from_driver
 from .scan import (
     bound_units,
     check_unit,
@@ -54,7 +55,6 @@ from .scan import (
     validate,
     with_records,
 )
-from .write import from_driver
 
 __all__ = [
     "FeatureStages",

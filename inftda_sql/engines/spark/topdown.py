@@ -156,7 +156,7 @@ def run_topdown(
     spark: SparkSession,
     spec: TreeSpec,
     chains: Sequence[ChainTree],
-    cells: DataFrame,
+    cells: Callable[[], DataFrame],
     sigmas: Sequence[float],
     root_total: int,
     *,
@@ -170,7 +170,8 @@ def run_topdown(
 ) -> SparkLeaves | TopDownResult:
     """Run TopDown over ``spec``'s levels with ``step`` per level.
 
-    ``cells`` is the scan's cells table; ``sigmas`` per level, root first (0: no noise);
+    ``cells`` gives the scan's cells table, asked for only when a level runs in Spark's tasks;
+    ``sigmas`` per level, root first (0: no noise);
     ``scratch`` a folder every executor can read and write (the survivors of every level).
     Levels of at most ``on_driver`` children run on the driver (:mod:`.driver`: no Spark job;
     their true counts from ``true_level``) as long as every level above did; the rest in
@@ -437,7 +438,7 @@ def _distributed(
     spark: SparkSession,
     spec: TreeSpec,
     chains: Sequence[ChainTree],
-    cells: DataFrame,
+    cells: Callable[[], DataFrame],
     sigmas: Sequence[float],
     first_level: int,
     held: tuple[list[I64], I64],
@@ -459,6 +460,7 @@ def _distributed(
     closures, not as broadcast joins."""
     k = len(spec.chains)
     cols = _code_cols(k)
+    cells_table = cells()
     block_children = _topdown.CHUNK_CHILDREN  # read now: tests shrink it
     schema = _schema([*cols, "v", *_SUMMARY])
     path = ""
@@ -503,7 +505,7 @@ def _distributed(
         if summary.noised:  # else the level reads no true count: every child is an only child
             c, depth = keys.chain, spec.levels[level][keys.chain]
             rows = rows.unionByName(
-                cells.where(F.col("n") > 0)
+                cells_table.where(F.col("n") > 0)
                 .select(
                     level_key(spec, level, keys.strides).alias("key"),
                     F.col(_depth_code(c, depth)).cast("long").alias("code"),

@@ -1,15 +1,14 @@
 """Write stage on Spark: the released table, its levels view, then the ledger row.
 
 The released leaves (a code per chain and a count) are decoded to the hierarchy columns by a
-broadcast join with each chain's code table (on the driver when every level ran there: the table
-then goes to Spark as Arrow batches, :func:`from_driver`) and saved as a table of the catalog
-(parquet in the warehouse unless the catalog says otherwise), so it joins with the geography
-like any table. The
-levels view (every level as sums of the leaves, ``GROUPING SETS``, with each level's error
-bound and typical error as on DuckDB) follows, and the ledger row
-(with the content fingerprint of both, :mod:`.fingerprint`) is appended (to the ledger folder,
-:mod:`.ledger`) only after both are complete; if that append fails, the output and view are
-dropped again, so no release is visible without its row.
+broadcast join with each chain's code table (on the driver when every level ran there: the
+table then goes to Spark as Arrow batches, :func:`~.frames.from_driver`) and saved as a table
+of the catalog (parquet in the warehouse unless the catalog says otherwise), so it joins with
+the geography like any table. The levels view (every level as sums of the leaves, ``GROUPING
+SETS``, with each level's error bound and typical error as on DuckDB) follows, and the ledger
+row (with the content fingerprint of both, :mod:`.fingerprint`) is appended (to the ledger
+folder, :mod:`.ledger`) only after both are complete; if that append fails, the output and view
+are dropped again, so no release is visible without its row.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,16 +26,8 @@ from ..records import ReleaseRecord
 from . import fingerprint
 from .catalog import quote
 from .domain import CodedChain, depth_code
-from .workers import session_settings
 
-__all__ = ["ROWS_PER_TASK", "Append", "decode", "from_driver", "levels_view_sql", "write_release"]
-
-#: a released table made on the driver goes to Spark in parts of at most this many rows, each
-#: read (and written as one file of the output) by one task
-ROWS_PER_TASK = 1 << 20
-#: the session settings :func:`from_driver` sets for one call (and puts back)
-_LOCAL_RELATION = "spark.sql.execution.arrow.localRelationThreshold"
-_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+__all__ = ["Append", "decode", "levels_view_sql", "write_release"]
 
 
 class Append(Protocol):
@@ -58,25 +48,6 @@ def decode(leaves: DataFrame, spec: TreeSpec, chains: Sequence[CodedChain]) -> D
         )
         out = out.join(coded.joinable(codes), F.col(f"c{c}") == F.col(depth_code(c, len(chain))))
     return out.select(*[F.col(quote(col)) for col in spec.columns], F.col("v").alias("count"))
-
-
-def from_driver(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """An Arrow table of the driver (a released table decoded there) as a DataFrame in
-    ``ceil(rows / ROWS_PER_TASK)`` partitions, one Arrow batch each.
-
-    Spark's ``createDataFrame`` of an Arrow table keeps a table under
-    ``spark.sql.execution.arrow.localRelationThreshold`` (48 MB) as rows in the plan: the driver
-    converts every row and ships them inside the write's tasks (half a million rows: seconds),
-    and cuts the table in batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (one
-    partition and output file each). Both settings are changed for this one call only (performance
-    settings: whoever reads them meanwhile gets the same rows), so the batches go to the tasks as
-    Arrow, in a few parts."""
-    rows = table.num_rows
-    parts = max(1, -(-rows // ROWS_PER_TASK))
-    settings = {_LOCAL_RELATION: "0", _BATCH_ROWS: str(max(1, -(-rows // parts)))}
-    with session_settings(spark, settings):
-        # one chunk per column: batches are cut at chunk boundaries too
-        return spark.createDataFrame(table.combine_chunks())
 
 
 def levels_view_sql(
