@@ -344,11 +344,23 @@ def test_infinite_budget_is_exact_on_synthetic_microdata(spark: Any, sdb: str) -
     assert r.input == "<relation>" and r.total == d.trips_total
 
 
-def test_one_geography_serves_both_chains_as_on_duckdb(spark: Any, italy: Any) -> None:
+def test_one_geography_serves_both_chains_as_on_duckdb(
+    spark: Any, italy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One geography table (region, province, mun) for both chains: the o_/d_ columns found by
-    their common prefix, or named by a Domain's mapping; the same table as DuckDB's."""
+    their common prefix, or named by a Domain's mapping; the same table as DuckDB's. Its paths
+    are read and fetched once for both chains (two geographies: once each)."""
     import inftda_sql.spark
+    from inftda_sql.engines.spark import engine
 
+    fetched: list[int] = []
+
+    def counted(frames: Any, chains: Any, types: Any) -> Any:
+        fetched.append(len(frames))
+        return distinct_paths(frames, chains, types)
+
+    distinct_paths = engine.distinct_paths
+    monkeypatch.setattr(engine, "distinct_paths", counted)
     con, d = italy
     con.execute(
         f"CREATE TABLE geo1 AS SELECT DISTINCT o_region AS region, o_province AS province, "
@@ -371,6 +383,11 @@ def test_one_geography_serves_both_chains_as_on_duckdb(spark: Any, italy: Any) -
     assert _rows(spark, "mapped") == got
     row = inftda_sql.spark.ledger(spark).releases[-1]
     assert row["release_id"] == r.release_id and "read as o_region=r" in row["domain_source"]
+    inftda_sql.spark.release(
+        spark, "trips", **{**kwargs, "domain": [d.geo_origin, d.geo_destination]},
+        output="two", overwrite=True,
+    )  # fmt: skip
+    assert fetched == [1, 1, 2]
 
 
 def test_ledger_row_has_the_duckdb_fields(spark: Any, sdb: str) -> None:

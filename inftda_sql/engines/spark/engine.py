@@ -87,6 +87,7 @@ class SparkEngine(FeatureStages, CocStages):
         self._domains: list[SparkSource] = []
         self._columns: list[dict[str, str]] = []  # per chain: the explicit column mapping
         self._shared: list[int] = []  # per chain: how many chains read its domain
+        self._reads_as: list[int] = []  # per chain: the first chain reading the same domain paths
         self._domain_frames: list[DataFrame] = []
         self._code_frames: list[DataFrame] = []  # a feature release's code tables
         self._coc: SparkCountOfCounts | None = None  # a count-of-counts release's stages
@@ -289,22 +290,26 @@ class SparkEngine(FeatureStages, CocStages):
             ],
         )
 
-    def _chain_source(self, c: int, chain: Sequence[str], role: str) -> SparkSource:
-        """Chain ``c``'s domain read as the chain's columns: itself when it has them, else the
-        domain columns its explicit mapping or a common prefix leads to, renamed."""
+    def _chain_source(
+        self, c: int, chain: Sequence[str], role: str
+    ) -> tuple[SparkSource, tuple[str, ...]]:
+        """Chain ``c``'s domain read as the chain's columns (itself when it has them, else the
+        domain columns its explicit mapping or a common prefix leads to, renamed), and the
+        domain columns it reads, in the chain's order."""
         src, shared = self._domains[c], self._shared[c]
         what = (
             f"{role} ({src.description}{f', one domain for {shared} chains' if shared > 1 else ''})"
         )
         columns = match_columns(chain, src.df.columns, self._columns[c], role=what, shared=shared)
+        read = tuple(source.lower() for source in columns.values())
         if all(source.lower() == name.lower() for name, source in columns.items()):
-            return src
+            return src, read
         read_as = ", ".join(f"{name}={source}" for name, source in columns.items())
         return SparkSource(
             src.df.select(*[src.df[quote(source)].alias(name) for name, source in columns.items()]),
             f"{src.description} read as {read_as}",
             src.key,
-        )
+        ), read
 
     def _check_targets(self) -> None:
         """The output and its levels view must not be the input, a domain, a table or view
@@ -339,15 +344,20 @@ class SparkEngine(FeatureStages, CocStages):
             microdata=req.microdata,
             description=f"the input {inp.description}",
         )
+        seen: list[tuple[int, object]] = []  # (chain, what it reads from its domain)
         for c, chain in enumerate(spec.chains):
             role = self._domain_role(c)
             if req.domains is None:
+                self._reads_as.append(c)
                 self._domain_frames.append(
                     inp.df.select(*[quote(inp.names[x.lower()]) for x in chain])
                 )
                 self._domain_desc.append("FROM DATA (not private)")
                 continue
-            dom = self._chain_source(c, chain, role)
+            dom, read = self._chain_source(c, chain, role)
+            same = (id(self._domains[c]), read, tuple(str(inp.types[x.lower()]) for x in chain))
+            self._reads_as.append(next((d for d, key in seen if key == same), c))
+            seen.append((c, same))
             for col in chain:
                 dom.column(col, f"hierarchy column of the {role}", DomainError)
                 check_scalar_type(dom, col, f"hierarchy column of the {role}", DomainError)
@@ -360,7 +370,16 @@ class SparkEngine(FeatureStages, CocStages):
         self._chains = []
         types = [[inp.types[col.lower()] for col in chain] for chain in spec.chains]
         frames = [f.toDF(*ch) for f, ch in zip(self._domain_frames, spec.chains, strict=True)]
-        found = distinct_paths(frames, spec.chains, types)  # every chain in one query
+        # every chain in one query; chains reading the same columns of one domain (origins and
+        # destinations from one geography table) read and fetch them once
+        first = sorted(set(self._reads_as))
+        fetched = distinct_paths(
+            [frames[c] for c in first], [spec.chains[c] for c in first], [types[c] for c in first]
+        )
+        found = [
+            fetched[first.index(self._reads_as[c])].rename_columns([*chain, "__lost"])
+            for c, chain in enumerate(spec.chains)
+        ]
         self._start_worker_check([paths.num_rows for paths in found])
         for c, chain in enumerate(spec.chains):
             self._chains.append(
