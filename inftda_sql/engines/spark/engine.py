@@ -416,6 +416,7 @@ class SparkEngine(FeatureStages, CocStages):
         if table.leaf is not None:  # fetched by the scan's own job: Spark keeps nothing
             self._leaf_cells = table.leaf
             return found
+        assert table.frame is not None  # kept in Spark
         self._cells, self._cached = table.frame, table.cached
         if self._on_driver > 0 and table.rows <= self._on_driver:  # one fetch serves every level
             self._leaf_cells = collect_cells(

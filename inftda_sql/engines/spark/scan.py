@@ -1,14 +1,14 @@
 """Scan stage on Spark: one GROUP BY of the private input, its checks, the coded leaf cells.
 
 :func:`scan` bounds each privacy unit's contribution (window functions, the same keyed SHA-256
-ranking as ``sql/bound_units.sql``), groups the input by its hierarchy columns in Spark SQL (a
-group is a path), checks what it found (NULL keys, bad counts, leaf values outside the domain,
-ancestors that disagree with the domain) and joins the groups to the domain's codes: the
-*cells* table, one row per non-empty leaf cell with a code per chain and depth and its count,
-kept by Spark for the rest of the release, or fetched to the driver in the same job when every
-level runs there. :func:`level_counts` gives a driver-side mechanism the true counts of a
-level (a GROUP BY of the cells table). Every check runs before any noise is drawn; messages
-name columns and numbers of rows, never a count.
+ranking as ``sql/bound_units.sql``), groups the input in Spark SQL by its leaf columns and a
+hash of each chain's ancestors (as DuckDB's scan), checks what it found (NULL keys, bad counts,
+leaf values outside the domain, ancestors that disagree with the domain) and joins the groups
+to the domain's codes: the *cells* table, one row per non-empty leaf cell with a code per chain
+and depth and its count, kept by Spark for the rest of the release, or fetched to the driver in
+the same job when the engine finds they fit there. :func:`level_counts` gives a driver-side
+mechanism the true counts of a level (a GROUP BY of the cells table). Every check runs before
+any noise is drawn; messages name columns and numbers of rows, never a count.
 """
 
 from __future__ import annotations
@@ -74,9 +74,10 @@ def with_records(grouped: DataFrame) -> DataFrame:
 class CellsTable:
     """The scan's cells table, its number of rows (leaf cells) and of records (the sum of
     ``n``), and the frame Spark caches it in (unpersisted when the release ends); or, fetched
-    to the driver instead of cached, its non-empty cells ``leaf``."""
+    to the driver instead of cached, its non-empty cells ``leaf`` and no frame (one would read
+    the input again)."""
 
-    frame: DataFrame
+    frame: DataFrame | None
     rows: int
     total: int
     cached: DataFrame | None
@@ -131,7 +132,7 @@ def scan(
     to_driver: bool = False,
 ) -> tuple[Scan, CellsTable]:
     """Scan the input: the checks, then what the scan found and the cells table: cached in
-    Spark, or with ``to_driver`` (every level runs on the driver) fetched to the driver in the
+    Spark, or with ``to_driver`` (they fit the driver) fetched to the driver in the
     job that groups and codes them (:attr:`CellsTable.leaf`; nothing cached)."""
     df = inp.df
     unit: str | None = None
@@ -457,9 +458,9 @@ def _code_cells(
     if "__badc" in leaf.columns:
         problems = problems | (F.col("__badc") > 0)
     joined = joined.select(*codes, n, *flags, problems.alias("__problem"))
-    cells = joined.select(*codes, n.alias("n"))
     if to_driver:
-        return _fetched(joined, cells, spec, chains, inp, exact)
+        return _fetched(joined, spec, chains, inp, exact)
+    cells = joined.select(*codes, n.alias("n"))
     joined = joined.persist()
     try:
         paths = _path_checks(spec)
@@ -478,7 +479,6 @@ def _code_cells(
 
 def _fetched(
     joined: DataFrame,
-    cells: DataFrame,
     spec: TreeSpec,
     chains: Sequence[CodedChain],
     inp: SparkSource,
@@ -486,8 +486,8 @@ def _fetched(
 ) -> CellsTable:
     """The joined groups of :func:`_code_cells` fetched to the driver as Arrow (leaf codes,
     ``__n``, the flags: the job that groups the input and codes the cells, nothing cached),
-    checked there as :func:`_path_checks` checks them in Spark; the cells table keeps its
-    non-empty leaf cells (:attr:`CellsTable.leaf`) and ``cells``, uncached."""
+    checked there as :func:`_path_checks` checks them in Spark; the cells table is its
+    non-empty leaf cells (:attr:`CellsTable.leaf`)."""
     leaf = leaf_code_columns(spec)
     flags = [f"__bad{c}" for c, chain in enumerate(spec.chains) if len(chain) > 1]
     tab = joined.select(*leaf, "__n", *flags, "__problem").toArrow()
@@ -501,7 +501,7 @@ def _fetched(
     counts = np.asarray(pc.fill_null(n, 0).to_numpy(), dtype=np.int64)
     total = COUNT_LIMIT + 1 if n.null_count else exact_sum(counts)  # NULL: beyond 64 bits
     fetched = fetched_cells(tab, spec, counts, [ch.tree for ch in chains])
-    return CellsTable(cells, tab.num_rows, total, None, fetched)
+    return CellsTable(None, tab.num_rows, total, None, fetched)
 
 
 def _refuse_found(

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -585,6 +584,8 @@ def _read_summary(spark: SparkSession, path: str, schema: str) -> pa.Table:
     collected by one Spark job."""
     local = local_folder(spark, path)
     if local is not None:
+        import pyarrow.dataset as ds  # here, not for every Python worker (it imports pandas)
+
         found = ds.dataset(
             local, format="parquet", schema=pa.schema([(c, pa.int64()) for c in _names(schema)])
         )
@@ -603,6 +604,8 @@ def _count_rows(spark: SparkSession, path: str) -> int:
     local, else one Spark job)."""
     local = local_folder(spark, path)
     if local is not None:
+        import pyarrow.dataset as ds
+
         return int(ds.dataset(local, format="parquet").count_rows())
     return int(spark.read.parquet(path).count())
 
