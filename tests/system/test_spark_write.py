@@ -65,15 +65,6 @@ def test_a_driver_release_is_written_in_parts_of_rows_per_task(
     assert _rows(spark, "out3") == _rows(spark, "out")
     assert [lv.surviving_cells for lv in sk.levels] == [lv.surviving_cells for lv in duck.levels]
 
-    # one part per core while each has MIN_ROWS_PER_TASK rows
-    cores = spark.sparkContext.defaultParallelism
-    assert cores >= 2
-    monkeypatch.setattr(frames, "ROWS_PER_TASK", rows)
-    monkeypatch.setattr(frames, "MIN_ROWS_PER_TASK", rows // (cores + 1))
-    per_core = inftda_sql.spark.release(spark, d.trips, output="out_cores", **kwargs)
-    assert len(spark.table(per_core.output).inputFiles()) == cores
-    assert _rows(spark, "out_cores") == _rows(spark, "out")
-
 
 def test_a_tables_digest_sums_its_row_hashes_exactly(spark: Any) -> None:
     """The digest's sum of the rows' ``xxhash64`` (taken in 64-bit parts, not as a decimal) is

@@ -18,28 +18,23 @@ from pyspark.sql import DataFrame, SparkSession
 
 from .workers import session_settings
 
-__all__ = ["MIN_ROWS_PER_TASK", "ROWS_PER_TASK", "from_driver"]
+__all__ = ["ROWS_PER_TASK", "from_driver"]
 
 #: a table of the driver goes to Spark in parts of at most this many rows, each read by one
 #: task (and written as one file of an output made from it)
 ROWS_PER_TASK = 1 << 20
-#: ... and in as many parts as Spark has cores (``defaultParallelism``) while each keeps at
-#: least this many rows: Italy's 488,000 released rows were written by one task on 2 cores
-MIN_ROWS_PER_TASK = 1 << 17
 #: the session settings :func:`from_driver` sets for one call (and puts back)
 _LOCAL_RELATION = "spark.sql.execution.arrow.localRelationThreshold"
 _BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 def from_driver(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """An Arrow table of the driver as a DataFrame of one Arrow batch per partition, never
-    rows in the plan: ``ceil(rows / ROWS_PER_TASK)`` partitions, or one per core while each
-    has ``MIN_ROWS_PER_TASK`` rows. Both settings of the module's docstring are changed for
-    this one call only (performance settings: whoever reads them meanwhile gets the same
-    rows)."""
+    """An Arrow table of the driver as a DataFrame of ``ceil(rows / ROWS_PER_TASK)``
+    partitions, one Arrow batch each, never rows in the plan. Both settings of the module's
+    docstring are changed for this one call only (performance settings: whoever reads them
+    meanwhile gets the same rows)."""
     rows = table.num_rows
-    cores = int(spark.sparkContext.defaultParallelism)
-    parts = max(1, -(-rows // ROWS_PER_TASK), min(cores, rows // MIN_ROWS_PER_TASK))
+    parts = max(1, -(-rows // ROWS_PER_TASK))
     settings = {_LOCAL_RELATION: "0", _BATCH_ROWS: str(max(1, -(-rows // parts)))}
     with session_settings(spark, settings):
         # one chunk per column: batches are cut at chunk boundaries too
