@@ -237,8 +237,7 @@ class SparkEngine(FeatureStages, CocStages):
         the leaf cells they allow exceed ``spark.inftda.driverChildren`` and a level may run in
         Spark's tasks: the workers start while the driver codes the domains and plans the
         scan, instead of after."""
-        leaves = math.prod(paths)
-        if not self._may_run_in_tasks() or 0 < leaves <= self._on_driver:
+        if not self._may_run_in_tasks() or self._fits_driver(math.prod(paths)):
             return
         self._probe = self._background.submit(check_workers, self.spark)
 
@@ -427,7 +426,11 @@ class SparkEngine(FeatureStages, CocStages):
     def _cells_fit_driver(self) -> bool:
         """Whether every leaf cell the PUBLIC domain allows (the product of its chains' leaves)
         fits on the driver: then every level runs there."""
-        leaves = math.prod(ch.tree.sizes[-1] for ch in self._chains)
+        return self._fits_driver(math.prod(ch.tree.sizes[-1] for ch in self._chains))
+
+    def _fits_driver(self, leaves: int) -> bool:
+        """Whether ``leaves`` cells (PUBLIC: counted in the domain) fit
+        ``spark.inftda.driverChildren``; 0 of them (nothing known yet) never does."""
         return 0 < leaves <= self._on_driver
 
     def _fetch_cells(self) -> bool:
