@@ -5,8 +5,9 @@ leaf values are integers that increase along that order (integer geography codes
 code order, most often are), the code of a value is its rank among the leaves: an engine can
 fetch the leaf cells' values and code them here instead of joining them to the domain's code
 table. :class:`LeafIndex` does that by a direct lookup when the values are dense enough (one
-array read per cell) and by a binary search otherwise. The codes are a function of the PUBLIC
-domain only; a value the domain does not list gets no code (the engine names it in its error).
+array read per cell) and by a hash lookup (Arrow's ``index_in``) otherwise. The codes are a
+function of the PUBLIC domain only; a value the domain does not list gets no code (the engine
+names it in its error).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .arrays import I64, increasing, integer_views
 
@@ -30,7 +32,7 @@ class LeafIndex:
     """The leaf values of a coded domain, in code order, strictly increasing integers: the
     first and last of them and their number, and where they have gaps but are dense, a lookup
     table from ``value - first`` to the code (-1 for no leaf); the values themselves
-    (``leaves``) only where a binary search needs them (contiguous or looked-up leaves are
+    (``leaves``) only where a hash lookup needs them (contiguous or looked-up leaves are
     coded from ``first`` alone, and their column is never copied).
 
     Example:
@@ -45,7 +47,7 @@ class LeafIndex:
     size: int
     type: pa.DataType
     lookup: npt.NDArray[np.int32] | None
-    leaves: npt.NDArray[np.integer] | None
+    leaves: pa.Array | None
 
     @classmethod
     def of(cls, leaves: pa.Array | pa.ChunkedArray) -> LeafIndex | None:
@@ -58,7 +60,7 @@ class LeafIndex:
         first, last, size = int(views[0][0]), int(views[-1][-1]), len(leaves)
         span = last - first + 1
         lookup = None
-        # leaves at or beyond 2**63 (uint64) have no int64 offset: they are searched instead
+        # leaves at or beyond 2**63 (uint64) have no int64 offset: they are hashed instead
         if size < span <= _DENSE_SLOTS_PER_LEAF * size < 2**31 and last < 2**63:  # == size: no gaps
             lookup = np.full(span, -1, dtype=np.int32)
             pos = 0
@@ -69,7 +71,9 @@ class LeafIndex:
                 )
                 pos += values.size
         by_offset = (lookup is not None or span == size) and last < 2**63
-        stored = None if by_offset else views[0] if len(views) == 1 else np.concatenate(views)
+        stored = None
+        if not by_offset:
+            stored = pa.array(views[0] if len(views) == 1 else np.concatenate(views), leaves.type)
         return cls(first, last, size, leaves.type, lookup, stored)
 
     def codes(self, values: npt.NDArray[np.integer]) -> tuple[I64, npt.NDArray[np.bool_]]:
@@ -94,11 +98,12 @@ class LeafIndex:
                 inside[inside] = code[inside] >= 0
             code[~inside] = 0
             return code, ~inside
-        pos = np.searchsorted(self.leaves, values)
-        found = pos < self.size
-        found[found] = self.leaves[pos[found]] == values[found]
-        code = np.where(found, pos, 0).astype(np.int64, copy=False)
-        return code, ~found
+        # a hash lookup: 3-7x a binary search's speed on 500K cells among 7,900 leaves (the
+        # leaves' row in code order is their code; they are distinct, the domain is nested)
+        pos = pc.index_in(pa.array(values, self.type), value_set=self.leaves)
+        missing = pos.is_null().to_numpy(zero_copy_only=False)
+        code = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return code, missing
 
     def accepts(self, column: pa.DataType) -> bool:
         """Whether a fetched leaf column of this type can be coded here (the same type)."""

@@ -102,8 +102,8 @@ def test_contiguous_and_looked_up_leaves_keep_no_copy_of_the_column() -> None:
     assert indexes[1] is not None and indexes[1].lookup is not None
 
 
-def test_dense_uint64_leaves_beyond_int64_are_searched() -> None:
-    # no int64 offset exists for them: the index searches (it raised OverflowError before)
+def test_dense_uint64_leaves_beyond_int64_are_hashed() -> None:
+    # no int64 offset exists for them: the index hashes them (it raised OverflowError before)
     index = LeafIndex.of(pa.array([2**63, 2**63 + 2], pa.uint64()))
     assert index is not None and index.lookup is None
     codes, missing = index.codes(np.array([2**63 + 2, 2**63 + 1, 5], dtype=np.uint64))
