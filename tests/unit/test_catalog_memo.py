@@ -309,3 +309,27 @@ def test_which_statements_end_what_was_read(sql: str, changes: bool) -> None:
     with _noted(sql):
         pass
     assert (catalog_epoch() != before) is changes
+
+
+def test_a_domain_read_through_a_view_costs_no_statement_more(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """A domain that is a view runs one statement more than a domain table: the plan that
+    names the base tables it reads (a domain must not read the input). The view definitions
+    that key the domain cache are read only when the key is needed (a large domain stored out
+    of code order, or ``check_ancestors="cached"``), not on every release: they were one
+    statement more per view."""
+    con.execute(
+        "CREATE TABLE trips AS SELECT range % 100 AS mun FROM range(1000);"
+        "CREATE TABLE geo AS SELECT range // 10 AS province, range AS mun FROM range(100);"
+        "CREATE VIEW geo_view AS SELECT * FROM geo;"
+        "CREATE TEMP VIEW star AS SELECT mun FROM trips"
+    ).fetchall()
+    kw: dict[str, Any] = {"hierarchy": ["province", "mun"], "epsilon": 1.0, "delta": 1e-8}
+    kw |= {"output": "out", "overwrite": True}
+    inftda_sql.release(con, "star", domain="geo", **kw)  # the ledger table is created
+    counts = {
+        domain: _statements(con, lambda d=domain: inftda_sql.release(con, "star", domain=d, **kw))
+        for domain in ("geo", "geo_view", "geo")
+    }
+    assert counts["geo_view"] == counts["geo"] + 1, counts

@@ -124,7 +124,7 @@ def build_chain(
     hierarchy: Sequence[Sequence[str]] | None = None,
     *,
     source: str | None = None,
-    definitions: Sequence[tuple[str, str]] = (),
+    definitions: Callable[[], Sequence[tuple[str, str]]] = tuple,
     domains: Sequence[tuple[str, Sequence[str]]] = (),
     lazy: bool = False,
 ) -> CodedChain:
@@ -134,7 +134,7 @@ def build_chain(
     :attr:`CodedChain.register`, which it must do before any SQL reads the code table).
     ``source`` describes the domain (for the cache's bookkeeping); None never uses the cache
     (a domain taken from the data). ``definitions``: those of the views the domain is read
-    through (part of its cache key).
+    through (part of its cache key), asked only when the key is (a catalog read).
 
     A named domain is first read as it is stored: in code order already (most geography
     tables are), it is coded at once, without a sort and without the cache (coding sorted
@@ -152,7 +152,7 @@ def build_chain(
         if source is None:
             return DomainKey("", 0, "")
         try:
-            return domain_key(con, chain, domain_sql, types, source, definitions)
+            return domain_key(con, chain, domain_sql, types, source, definitions())
         except duckdb.ConversionException as exc:
             raise _conversion_error(role, chain, types, exc) from exc
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
@@ -296,9 +297,11 @@ class DuckDBEngine:
                 lazy=True,  # the scan registers the code tables when it reads them
                 domains=list(zip(self._domain_sql, self._domain_types, strict=True)),
                 definitions=(
-                    ()
+                    tuple
                     if source is None
-                    else _cache.view_definitions(self.con, self._domains[c].resolved)
+                    else functools.partial(
+                        _cache.view_definitions, self.con, self._domains[c].resolved
+                    )
                 ),
             )
             self._coded.append(coded)
