@@ -12,6 +12,7 @@ database.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import numpy as np
 from .._errors import InternalError
 from .arrays import I64
 from .spec import TreeSpec
-from .tree import ChainTree
+from .tree import ChainTree, key_strides
 
 __all__ = ["LeafCells", "exact_sum", "sort_order"]
 
@@ -74,6 +75,9 @@ class LeafCells:
     _ancestors: dict[tuple[int, int], I64] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _levels: dict[int, tuple[I64, I64]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if len(self.codes) != len(self.chains) or any(
@@ -81,7 +85,7 @@ class LeafCells:
         ):
             raise InternalError("leaf cells need one code array per chain, aligned with counts")
 
-    @property
+    @functools.cached_property
     def total(self) -> int:
         """The exact sum of the counts (N)."""
         return exact_sum(self.counts)
@@ -102,32 +106,99 @@ class LeafCells:
 
     def level(self, spec: TreeSpec, level: int, strides: Sequence[int]) -> tuple[I64, I64]:
         """The true counts of ``level``: its non-empty cells' mixed-radix keys (``strides``, see
-        :func:`~inftda_sql.core.tree.key_strides`), sorted, and their counts."""
-        depths = spec.levels[level]
-        n = self.counts.size
-        if n == 0:
+        :func:`~inftda_sql.core.tree.key_strides`), sorted, and their counts.
+
+        A level above the leaves is summed from the level below it, not from the leaf cells
+        (:meth:`_summed_level`): a coarse level costs a pass over the few cells of the level
+        below, and all the levels above the leaves about one pass over the leaf cells, in any
+        order of calls."""
+        if self.counts.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        key = np.zeros(n, dtype=np.int64)
-        for c, (depth, stride) in enumerate(zip(depths, strides, strict=True)):
-            if depth > 0:
-                key += self.ancestor_codes(c, depth) * stride
-        space = math.prod(
-            tree.sizes[d] for tree, d in zip(self.chains, depths, strict=True)
-        )  # every key is below this
-        is_leaf = all(d == len(t.sizes) - 1 for t, d in zip(self.chains, depths, strict=True))
-        if is_leaf:  # the leaf cells themselves: distinct keys, only their order is missing
-            order = sort_order(key, space)
-            return key[order], self.counts[order]
-        if space <= max(DENSE_RATIO * n, _DENSE_MIN) and self.total < _FLOAT_EXACT:
-            dense = np.bincount(key, weights=self.counts, minlength=space)
-            cells = np.flatnonzero(dense)
-            return cells.astype(np.int64, copy=False), dense[cells].astype(np.int64)
-        order = sort_order(key, space)
-        key, counts = key[order], self.counts[order]
-        first = np.ones(n, dtype=bool)
-        np.not_equal(key[1:], key[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        return key[starts], np.add.reduceat(counts, starts)
+        depths = spec.levels[level]
+        sizes = [tree.sizes for tree in self.chains]
+        if level < spec.n_levels:
+            keys, counts = self._summed_level(spec, level)
+            if tuple(strides) == key_strides(spec, level, sizes):
+                return keys, counts
+            codes = _decode(keys, depths, key_strides(spec, level, sizes), sizes)
+        else:
+            codes, counts = list(self.codes), self.counts
+        key = _key(codes, depths, strides, counts.size)
+        return _sorted_cells(key, counts, _space(self.chains, depths))
+
+    def _summed_level(self, spec: TreeSpec, level: int) -> tuple[I64, I64]:
+        """The non-empty cells of ``level`` (above the leaves) as sorted keys in the level's own
+        strides and counts: the cells of ``level + 1`` with the chain it refines taken one
+        depth up, summed. Kept for later calls (two arrays as long as the level's cells)."""
+        found = self._levels.get(level)
+        if found is not None:
+            return found
+        sizes = [tree.sizes for tree in self.chains]
+        depths = spec.levels[level]
+        if level + 1 < spec.n_levels:
+            finer_keys, counts = self._summed_level(spec, level + 1)
+            codes = _decode(
+                finer_keys, spec.levels[level + 1], key_strides(spec, level + 1, sizes), sizes
+            )
+        else:
+            codes, counts = list(self.codes), self.counts
+        c = spec.refined_chain(level + 1)
+        codes[c] = self.chains[c].parents(depths[c] + 1)[codes[c]]
+        key = _key(codes, depths, key_strides(spec, level, sizes), counts.size)
+        found = _summed_cells(key, counts, _space(self.chains, depths), self.total)
+        self._levels[level] = found
+        return found
+
+
+def _decode(
+    keys: I64, depths: Sequence[int], strides: Sequence[int], sizes: Sequence[Sequence[int]]
+) -> list[I64]:
+    """Every chain's code in mixed-radix ``keys`` (zeros for a chain at depth 0)."""
+    return [
+        (keys // stride) % sizes[j][d] if d > 0 else np.zeros(keys.size, dtype=np.int64)
+        for j, (d, stride) in enumerate(zip(depths, strides, strict=True))
+    ]
+
+
+def _key(codes: Sequence[I64], depths: Sequence[int], strides: Sequence[int], n: int) -> I64:
+    """The mixed-radix key of every cell (a chain at depth 0 adds nothing)."""
+    key = np.zeros(n, dtype=np.int64)
+    for code, depth, stride in zip(codes, depths, strides, strict=True):
+        if depth > 0:
+            key += code * stride
+    return key
+
+
+def _space(chains: Sequence[ChainTree], depths: Sequence[int]) -> int:
+    """The number of possible cells of a level (every key is below it)."""
+    return math.prod(tree.sizes[d] for tree, d in zip(chains, depths, strict=True))
+
+
+def _sorted_cells(key: I64, counts: I64, space: int) -> tuple[I64, I64]:
+    """``key`` sorted, its ``counts`` carried along: one ``np.sort`` of the key packed with its
+    count when both fit in 63 bits (no gather afterwards), else by :func:`sort_order`."""
+    bits = max(1, int(counts.max()).bit_length())
+    if space <= (1 << (63 - bits)):
+        packed = np.sort((key << bits) | counts)
+        return packed >> bits, packed & ((1 << bits) - 1)
+    order = sort_order(key, space)
+    return key[order], counts[order]
+
+
+def _summed_cells(key: I64, counts: I64, space: int, total: int) -> tuple[I64, I64]:
+    """The distinct values of ``key``, sorted, with the sums of their ``counts`` (all >= 1, of
+    sum ``total``): a dense ``bincount`` when the keys are few for their number (float64 adds
+    exactly below 2**53), else one sort and a sum per run."""
+    n = key.size
+    if space <= max(DENSE_RATIO * n, _DENSE_MIN) and total < _FLOAT_EXACT:
+        dense = np.bincount(key, weights=counts, minlength=space)
+        cells = np.flatnonzero(dense)
+        return cells.astype(np.int64, copy=False), dense[cells].astype(np.int64)
+    key, counts = _sorted_cells(key, counts, space)
+    first = np.ones(n, dtype=bool)
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return key[starts], np.add.reduceat(counts, starts)
 
 
 def sort_order(key: I64, space: int) -> I64:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -70,24 +71,43 @@ def worlds(draw: st.DrawFn) -> tuple[str, list[ChainTree], LeafCells]:
     return tree_kind, chains, cells
 
 
+def _other_strides(spec_levels: tuple[int, ...], sizes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """A mixed radix of the level's cells other than :func:`key_strides`' (chain 0 least
+    significant)."""
+    strides, stride = [], 1
+    for c, depth in enumerate(spec_levels):
+        strides.append(stride)
+        stride *= sizes[c][depth]
+    return tuple(strides)
+
+
 @pytest.mark.parametrize("dense_ratio", [0, 4, 10**9])  # always sorted, default, always dense
 @settings(max_examples=40, deadline=None)
-@given(world=worlds())
+@given(world=worlds(), data=st.data())
 def test_every_level_equals_a_brute_force(
-    world: tuple[str, list[ChainTree], LeafCells], dense_ratio: int
+    world: tuple[str, list[ChainTree], LeafCells], dense_ratio: int, data: st.DataObject
 ) -> None:
+    """Each level is summed from the level below it and kept: asked in any order (top-down
+    as TopDown asks, the leaves first, repeated) and in other strides, every level is still
+    the brute force's."""
     tree_kind, chains, cells = world
     names = [[f"c{c}d{d}" for d in range(len(t.sizes) - 1)] for c, t in enumerate(chains)]
     spec = parse_hierarchy(names[0] if tree_kind == "chain" else names, tree_kind)
     sizes = [t.sizes for t in chains]
+    levels = list(range(1, spec.n_levels + 1))
+    asked = data.draw(st.permutations(levels + levels[: data.draw(st.integers(0, 2))]))
     saved = cells_module.DENSE_RATIO, cells_module._DENSE_MIN
     cells_module.DENSE_RATIO, cells_module._DENSE_MIN = dense_ratio, 0 if dense_ratio == 0 else 16
     try:
-        for level in range(1, spec.n_levels + 1):
-            strides = key_strides(spec, level, sizes)
-            keys, counts = cells.level(spec, level, strides)
-            assert keys.dtype == np.int64 and counts.dtype == np.int64
-            assert (keys.tolist(), counts.tolist()) == _brute(cells, spec.levels[level], strides)
+        for level in asked:
+            for strides in (
+                key_strides(spec, level, sizes),
+                _other_strides(spec.levels[level], sizes),
+            ):
+                keys, counts = cells.level(spec, level, strides)
+                assert keys.dtype == np.int64 and counts.dtype == np.int64
+                expected = _brute(cells, spec.levels[level], strides)
+                assert (keys.tolist(), counts.tolist()) == expected
     finally:
         cells_module.DENSE_RATIO, cells_module._DENSE_MIN = saved
 
