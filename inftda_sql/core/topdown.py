@@ -375,20 +375,21 @@ def topdown(
         return true_level(level, key_strides(spec, level, sizes))
 
     with contextlib.ExitStack() as stack:
-        # one pool for every level; one more thread fetches the next level's true counts while
-        # this level's chunks run (they do not depend on what this level releases)
+        # one pool for every level; two more threads fetch the true counts: the next level's
+        # while this level's chunks run (they do not depend on what this level releases), and
+        # from the start the leaf level's, the costliest, while the levels above are summed
         pool = stack.enter_context(ThreadPoolExecutor(threads)) if threads > 1 else None
-        fetcher = stack.enter_context(ThreadPoolExecutor(1))
-        pending = fetcher.submit(level_counts, 1) if spec.n_levels else None
-        for level in range(1, spec.n_levels + 1):
+        fetcher = stack.enter_context(ThreadPoolExecutor(2))
+        last = spec.n_levels
+        pending = {level: fetcher.submit(level_counts, level) for level in {1, last} if level}
+        for level in range(1, last + 1):
             t0 = time.perf_counter()
             c = spec.refined_chain(level)
             depth = spec.levels[level][c]
             strides = key_strides(spec, level, sizes)
-            assert pending is not None
-            keys_true, counts_true = pending.result()
-            if level < spec.n_levels:
-                pending = fetcher.submit(level_counts, level + 1)
+            keys_true, counts_true = pending.pop(level).result()
+            if level + 1 < last:
+                pending[level + 1] = fetcher.submit(level_counts, level + 1)
             off = chains[c].child_offsets[depth]
             sigma = float(sigmas[level])
             child_counts = off[codes[c] + 1] - off[codes[c]]
