@@ -13,3 +13,8 @@ $joins
 -- lookup in the PUBLIC domain's leaves instead of a join to its code table).
 SELECT $leaf_cols, l.__n::BIGINT AS n
 FROM $leaf AS l
+
+-- name: coded_cells
+-- The leaf cells of a scan that grouped by the leaf codes (leaf_counts.coded), fetched once.
+SELECT $code_cols, l.__n::BIGINT AS n
+FROM $leaf AS l

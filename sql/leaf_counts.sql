@@ -16,3 +16,22 @@ SELECT $leaf_cols$path,
        $count_big AS __big
 FROM $input
 GROUP BY $leaf_cols$path_key
+
+-- name: coded
+-- The one scan with the leaf columns coded first: every row joined to the code of its leaf in
+-- the PUBLIC domain (a small hash table per chain), then grouped by the codes. For leaves the
+-- release cannot code outside SQL (strings), an integer key costs DuckDB's hash table less than
+-- the values, and the cells need no join after the scan. A leaf value the domain does not list,
+-- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
+-- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
+-- values (the first statement of this file).
+CREATE TEMP TABLE $leaf AS
+SELECT $code_cols,
+       $count_sum AS __n,
+       $count_nulls AS __nulls,
+       $count_neg AS __neg,
+       $count_frac AS __frac,
+       $count_big AS __big
+FROM $input AS __i
+$joins
+GROUP BY $code_keys

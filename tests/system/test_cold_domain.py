@@ -16,6 +16,7 @@ from inftda_sql.core import tree as tree_module
 from inftda_sql.engines.duckdb import cache as cache_module
 from inftda_sql.engines.duckdb import compile as compile_module
 from inftda_sql.engines.duckdb import domain as domain_module
+from inftda_sql.engines.duckdb import scan as scan_module
 
 CHAIN = ["region", "province", "mun"]
 SEEDED: dict[str, Any] = {"epsilon": 1.0, "delta": 1e-8, "seed": 7, "overwrite": True}
@@ -44,15 +45,18 @@ def _release(con: duckdb.DuckDBPyConnection, **kw: Any) -> list[tuple[Any, ...]]
 
 @pytest.fixture
 def joins(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the scans that join the leaf cells to the code tables."""
+    """Count the scans that join the code tables: the leaf cells to them after a scan by
+    values (``leaf_codes``), or the input's rows before a scan by codes
+    (``coded_leaf_counts``)."""
     calls: list[int] = []
-    real = compile_module.leaf_codes
+    for name in ("leaf_codes", "coded_leaf_counts"):
+        real = getattr(compile_module, name)
 
-    def counting(*args: Any, **kw: Any) -> str:
-        calls.append(1)
-        return real(*args, **kw)
+        def counting(*args: Any, real: Any = real, **kw: Any) -> str:
+            calls.append(1)
+            return str(real(*args, **kw))
 
-    monkeypatch.setattr(compile_module, "leaf_codes", counting)
+        monkeypatch.setattr(compile_module, name, counting)
     return calls
 
 
@@ -207,3 +211,40 @@ def test_integer_leaves_coded_by_the_index_make_no_code_arrays(
     with pytest.raises(DomainError, match=r"mun=99999"):
         _release(con, **SEEDED)
     assert made
+
+
+@pytest.mark.parametrize("count", [None, "n"])
+def test_string_leaves_scanned_by_codes_release_as_scanned_by_values(
+    con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, count: str | None
+) -> None:
+    """String leaves are joined to their codes before the scan groups them (by integer codes,
+    not by the strings): the same released table, seeded and exact, as the scan by values
+    followed by the join of its cells, for records and for a count column."""
+    _world(con, leaf_step=3)
+    for table in ("geo", "persons"):  # the same places under string names
+        con.execute(
+            f"CREATE OR REPLACE TABLE {table} AS SELECT * REPLACE ('m' || mun AS mun) FROM {table}"
+        ).fetchall()
+    con.execute("ALTER TABLE persons ADD COLUMN n BIGINT DEFAULT 2").fetchall()
+    kw: dict[str, Any] = {"microdata": True} if count is None else {"count": count}
+    used: list[bool] = []
+    real = scan_module._scan_by_codes
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        cells = real(*args, **kw)
+        used.append(cells is not None)
+        return cells
+
+    monkeypatch.setattr(scan_module, "_scan_by_codes", spy)
+    by_codes = [
+        _release(con, rho=float("inf"), overwrite=True, **kw),
+        _release(con, **SEEDED, **kw),
+    ]
+    assert sum(r[-1] for r in by_codes[0]) == 500 * (1 if count is None else 2)
+    assert used == [True, True]  # no second scan
+    monkeypatch.setattr(scan_module, "_scan_by_codes", lambda *args, **kw: None)  # by values
+    by_values = [
+        _release(con, rho=float("inf"), overwrite=True, **kw),
+        _release(con, **SEEDED, **kw),
+    ]
+    assert by_codes == by_values

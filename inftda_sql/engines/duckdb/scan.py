@@ -86,21 +86,33 @@ def scan(
     enums = frozenset(
         c for c in present if join_type(inp.columns[c.lower()]) != inp.columns[c.lower()]
     )
-    leaf_sql = _compile.leaf_counts(
-        names,
-        spec,
-        scan_sql,
-        count and inp.column(count, "count"),
-        count_is_integer,
-        enums,
-        bounded=privacy_unit is not None,
-        wide=wide,
-        check=check,
-    )
-    run(con, leaf_sql, params)
-    if count is not None:  # the counts are checked before anything converts them
-        _validate_input(con, names, spec, count, inp)
-    cells = None if check else _coded_cells(con, names, spec, leaf_index, enums)
+    count_col = count and inp.column(count, "count")
+    bounded = privacy_unit is not None
+    cells = None
+    if not check and not _indexed(spec, leaf_index, enums):
+        register_codes()
+        coded = _compile.coded_leaf_counts(
+            names, spec, scan_sql, count_col, count_is_integer, bounded=bounded, wide=wide,
+            codes=codes,
+        )  # fmt: skip
+        cells = _scan_by_codes(con, names, spec, inp, coded, params, count_col)
+    if cells is None:
+        leaf_sql = _compile.leaf_counts(
+            names,
+            spec,
+            scan_sql,
+            count_col,
+            count_is_integer,
+            enums,
+            bounded=bounded,
+            wide=wide,
+            check=check,
+        )
+        run(con, leaf_sql, params)
+        if count is not None:  # the counts are checked before anything converts them
+            _validate_input(con, names, spec, count, inp)
+        if not check:
+            cells = _coded_cells(con, names, spec, leaf_index, enums)
     if cells is None:
         register_codes()
         cells = arrow(con, _compile.leaf_codes(names, spec, check, codes))
@@ -137,6 +149,38 @@ def scan(
     return LeafScan(Scan(total=total, diagnostics=diagnostics, privacy_unit=unit), leaf_codes, n)
 
 
+def _indexed(spec: TreeSpec, leaf_index: Sequence[LeafIndex | None], enums: frozenset[str]) -> bool:
+    """Whether every chain's leaves are coded from their fetched values (:func:`_coded_cells`):
+    integers the PUBLIC domain lists in increasing code order, not ENUMs."""
+    if len(leaf_index) != len(spec.chains) or any(index is None for index in leaf_index):
+        return False
+    return not any(col.lower() in {e.lower() for e in enums} for col in spec.leaf_columns)
+
+
+def _scan_by_codes(
+    con: duckdb.DuckDBPyConnection,
+    names: _compile.TempNames,
+    spec: TreeSpec,
+    inp: Source,
+    coded: str,
+    params: dict[str, str] | None,
+    count: str | None,
+) -> pa.Table | None:
+    """The scan grouped by the leaf codes (``coded``: :func:`_compile.coded_leaf_counts`) and
+    its cells, the counts checked; None, the leaf table dropped, when a cell has no code (a
+    NULL, NaN or unlisted leaf value): the caller then scans by values, whose checks name what
+    is wrong (the release fails either way: the second read serves its error message only)."""
+    run(con, coded, params)
+    cells = arrow(con, _compile.coded_cells(names, spec))
+    if any(cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))):
+        run(con, _compile.drop_temp_table(names.leaf))
+        return None
+    if count is not None:  # every leaf has a code: no NULL leaf; the counts are checked
+        stats = rows(con, _compile.leaf_stats(names, [], COUNT_LIMIT))[0]
+        check_counts(count, inp, *(int(x) for x in stats))
+    return cells
+
+
 def _coded_cells(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
@@ -149,9 +193,7 @@ def _coded_cells(
     values instead of a join to the code tables: when every chain's leaves are integers
     increasing in code order (``leaf_index``), which is a property of the PUBLIC domain only.
     None when they are not (the caller joins)."""
-    if len(leaf_index) != len(spec.chains) or any(index is None for index in leaf_index):
-        return None
-    if any(col.lower() in {e.lower() for e in enums} for col in spec.leaf_columns):
+    if not _indexed(spec, leaf_index, enums):
         return None
     cells = arrow(con, _compile.leaf_values(names, spec))
     columns: dict[str, pa.Array] = {}
@@ -209,6 +251,10 @@ def _see_rows(inp: Source, condition: str) -> str:
     return f"see them with: <your relation>.filter({condition!r})"
 
 
+#: the count checks' numbers that lead a row of ``leaf_stats`` (:func:`check_counts`)
+_COUNT_STATS = 5
+
+
 def _validate_input(
     con: duckdb.DuckDBPyConnection,
     names: _compile.TempNames,
@@ -223,7 +269,7 @@ def _validate_input(
     """
     cols = spec.leaf_columns
     stats = rows(con, _compile.leaf_stats(names, cols, COUNT_LIMIT))[0]
-    for col, n_null in zip(cols, stats[: len(cols)], strict=True):
+    for col, n_null in zip(cols, stats[_COUNT_STATS:], strict=True):
         if n_null:
             _null_error(col, inp)
     nan_cols = [c for c in cols if inp.columns[c.lower()].upper() in _FLOAT_TYPES]
@@ -238,7 +284,7 @@ def _validate_input(
                     f"first; {_see_rows(inp, f'isnan({ident(col)})')}",
                     param="hierarchy",
                 )
-    check_counts(count, inp, *(int(x) for x in stats[len(cols) :]))
+    check_counts(count, inp, *(int(x) for x in stats[:_COUNT_STATS]))
 
 
 def check_counts(

@@ -10,9 +10,9 @@ from .release import depth_code
 
 
 def leaf_stats(names: TempNames, leaf_cols: Sequence[str], limit: int) -> str:
-    """NULL rows per leaf column, then the count column's NULL, negative, non-whole and
-    beyond-int64 rows, and the leaf cells whose count exceeds ``limit``."""
-    nulls = ", ".join(f"count(*) FILTER ({ident(c)} IS NULL)" for c in leaf_cols)
+    """The count column's NULL, negative, non-whole and beyond-int64 rows, the leaf cells
+    whose count exceeds ``limit``, then the NULL rows of every leaf column ``leaf_cols``."""
+    nulls = "".join(f",\n       count(*) FILTER ({ident(c)} IS NULL)" for c in leaf_cols)
     return render(
         "checks.leaf_stats", null_counts=nulls, leaf=ident(names.leaf), limit=str(int(limit))
     )

@@ -141,6 +141,52 @@ def leaf_counts(
     )
 
 
+def coded_leaf_counts(
+    names: TempNames,
+    spec: TreeSpec,
+    input_sql: str,
+    count: str | None,
+    count_is_integer: bool,
+    *,
+    bounded: bool = False,
+    wide: bool = False,
+    codes: Sequence[str] | None = None,
+) -> str:
+    """The single scan of the private input with every chain's leaf coded first: each row
+    joined to its leaf's code in the chain's code table (``codes``, else the release's), then
+    grouped by the codes (``__leaf0``, ...). The count checks are :func:`leaf_counts`'; a leaf
+    value the domain does not list, or NULL, groups under a NULL code."""
+    tables = _code_tables(names, len(spec.chains), codes)
+    code_cols, keys, joins = [], [], []
+    for c, chain in enumerate(spec.chains):
+        a, code = f"c{c}", ident(leaf_code(c))
+        code_cols.append(f"{a}.{code}")
+        keys.append(f"{a}.{code}")
+        joins.append(
+            f"LEFT JOIN (SELECT {ident(chain[-1])} AS __k, {depth_code(len(chain))} AS {code} "
+            f"FROM {tables[c]}) AS {a} ON {a}.__k = __i.{ident(chain[-1])}"
+        )
+    parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
+    return render(
+        "leaf_counts.coded",
+        leaf=ident(names.leaf),
+        code_cols=", ".join(code_cols),
+        code_keys=", ".join(keys),
+        input=input_sql,
+        joins="\n".join(joins),
+        **parts,
+    )
+
+
+def coded_cells(names: TempNames, spec: TreeSpec) -> str:
+    """The leaf cells of :func:`coded_leaf_counts` (a leaf code per chain and ``n``), to fetch."""
+    return render(
+        "leaf_codes.coded_cells",
+        leaf=ident(names.leaf),
+        code_cols=", ".join(f"l.{ident(leaf_code(c))}" for c in range(len(spec.chains))),
+    )
+
+
 def not_whole(count: str) -> str:
     """The condition on a fractional count column that holds for a value that is not a whole
     number (fractional, NaN or infinite)."""
