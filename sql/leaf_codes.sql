@@ -18,3 +18,10 @@ FROM $leaf AS l
 -- The leaf cells of a scan that grouped by the leaf codes (leaf_counts.coded), fetched once.
 SELECT $code_cols, l.__n::BIGINT AS n
 FROM $leaf AS l
+
+-- name: ancestor_hashes
+-- The PUBLIC domain's side of the ancestor check of a scan grouped by leaf codes: one hash of a
+-- chain's ancestor columns per leaf, in code order.
+SELECT $hash AS h
+FROM $codes
+ORDER BY $code

@@ -24,7 +24,9 @@ GROUP BY $leaf_cols$path_key
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file).
+-- values (the first statement of this file). When the release checks the input's ancestor
+-- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
+-- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE $leaf AS
 SELECT $code_cols,
        $count_sum AS __n,

@@ -338,6 +338,12 @@ def test_golden_coded_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Gold
         ("fractional count column w", ('"trips"', "w", False), {}),
         ("a 128-bit count column n (wide)", ('"trips"', "n", True), {"wide": True}),
         ("a cached code table", ('"trips"', None, True), {"codes": ['"cached_o"', '"cached_d"']}),
+        ("ancestors checked", ('"trips"', None, True), {"check": ANCESTORS}),
+        (
+            "an ENUM ancestor checked",
+            ('"trips"', None, True),
+            {"check": ANCESTORS, "as_varchar": frozenset({"o_reg"})},
+        ),
     ]
     compiled = [_compile.coded_leaf_counts(NAMES, SPEC, *a, **kw) for _, a, kw in variants]
     cells = _compile.coded_cells(NAMES, SPEC)
@@ -351,6 +357,8 @@ def test_golden_coded_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Gold
     for c in range(2):
         world.execute(f'CREATE TABLE "cached_{"od"[c]}" AS FROM "{NAMES.codes(c)}"').fetchall()
     for (_, args, kw), sql in zip(variants, compiled, strict=True):
+        if "check" in kw:
+            continue  # test_golden_ancestor_hashes
         _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
         _run(world, sql)
         coded = sorted(_rows(world, cells))
@@ -361,13 +369,52 @@ def test_golden_coded_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Gold
     _dirty(world)
     _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
     _run(world, _compile.coded_leaf_counts(NAMES, SPEC, '"dirty"', "n", True))
-    assert _rows(world, _compile.leaf_stats(NAMES, [], 1)) == [(1, 1, 0, 0, 1)]
+    # the count checks, then the cells without a code per chain (the NULL d_mun), before any
+    # fetch converts a count
+    codes = [_compile.leaf_code(c) for c in range(2)]
+    assert _rows(world, _compile.leaf_stats(NAMES, codes, 1)) == [(1, 1, 0, 0, 1, 0, 1)]
     assert (0, None, 1) in _rows(world, cells)  # the NULL d_mun: no code
+
+
+def test_golden_ancestor_hashes(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
+    """The domain's hash of each leaf's ancestors, xor-ed over the chains by code, is the
+    ``__h`` of the scan grouped by codes where the input's ancestors are the domain's; a row
+    with other ancestors splits its cell into a group whose hash differs."""
+    origin = _compile.ancestor_hashes(NAMES, 0, ORIGIN, ["o_reg"], None)
+    cached = _compile.ancestor_hashes(NAMES, 1, DESTINATION, ["d_reg"], '"cached_d"')
+    golden(
+        "ancestor_hashes.sql",
+        _text(
+            ("ancestor_hashes(NAMES, 0, ORIGIN, ['o_reg'], None)", origin),
+            ("ancestor_hashes(NAMES, 1, DESTINATION, ['d_reg'], '\"cached_d\"')", cached),
+        ),
+    )
+    world.execute(f'CREATE TABLE "cached_d" AS FROM "{NAMES.codes(1)}"').fetchall()
+    per_leaf = [[h for (h,) in _rows(world, sql)] for sql in (origin, cached)]
+    assert len(per_leaf[0]) == len(per_leaf[1]) == 3
+    _table(world, "mixed", [*TRIPS, (4, "B", "a1", "X", "x1", 1, 1.0)])  # a1 is under A
+    for table, wrong in (("trips", 0), ("mixed", 1)):
+        _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
+        _run(
+            world,
+            _compile.coded_leaf_counts(NAMES, SPEC, f'"{table}"', None, True, check=ANCESTORS),
+        )
+        fetched = _rows(world, _compile.coded_cells(NAMES, SPEC, check=True))
+        bad = [r for r in fetched if r[2] != per_leaf[0][r[0]] ^ per_leaf[1][r[1]]]
+        assert len(bad) == wrong
+        assert sum(r[3] for r in fetched) == (6 if table == "mixed" else 5)  # records
 
 
 def test_golden_coded_cells(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
     cells = _compile.coded_cells(NAMES, SPEC)
-    golden("coded_cells.sql", _text(("coded_cells(NAMES, SPEC)", cells)))
+    checked = _compile.coded_cells(NAMES, SPEC, check=True)
+    golden(
+        "coded_cells.sql",
+        _text(
+            ("coded_cells(NAMES, SPEC)", cells),
+            ("coded_cells(NAMES, SPEC, check=True)", checked),
+        ),
+    )
     _run(world, _compile.coded_leaf_counts(NAMES, SPEC, '"trips"', None, True))
     # leaf0 leaf1 n: (a1, x1), (a1, y1), (a2, y1), (b1, x2)
     assert sorted(_rows(world, cells)) == [(0, 0, 2), (0, 2, 1), (1, 2, 1), (2, 1, 1)]

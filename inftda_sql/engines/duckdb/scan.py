@@ -89,13 +89,13 @@ def scan(
     count_col = count and inp.column(count, "count")
     bounded = privacy_unit is not None
     cells = None
-    if not check and not _indexed(spec, leaf_index, enums):
+    if not _indexed(spec, leaf_index, enums):
         register_codes()
         coded = _compile.coded_leaf_counts(
             names, spec, scan_sql, count_col, count_is_integer, bounded=bounded, wide=wide,
-            codes=codes,
+            codes=codes, check=check, as_varchar=enums,
         )  # fmt: skip
-        cells = _scan_by_codes(con, names, spec, inp, coded, params, count_col)
+        cells = _scan_by_codes(con, names, spec, inp, coded, params, count_col, check, codes)
     if cells is None:
         leaf_sql = _compile.leaf_counts(
             names,
@@ -165,20 +165,38 @@ def _scan_by_codes(
     coded: str,
     params: dict[str, str] | None,
     count: str | None,
+    check: Sequence[str],
+    codes: Sequence[str] | None,
 ) -> pa.Table | None:
     """The scan grouped by the leaf codes (``coded``: :func:`_compile.coded_leaf_counts`) and
     its cells, the counts checked; None, the leaf table dropped, when a cell has no code (a
     NULL, NaN or unlisted leaf value): the caller then scans by values, whose checks name what
-    is wrong (the release fails either way: the second read serves its error message only)."""
+    is wrong (the release fails either way: the second read serves its error message only).
+    With ``check``, the cells carry ``path_ok``: their ancestors' hash is the domain's."""
     run(con, coded, params)
-    cells = arrow(con, _compile.coded_cells(names, spec))
-    if any(cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))):
+    code_cols = [_compile.leaf_code(c) for c in range(len(spec.chains))]
+    if count is not None:  # checked before anything converts the counts (the fetch does)
+        stats = rows(con, _compile.leaf_stats(names, code_cols, COUNT_LIMIT))[0]
+        if any(stats[_COUNT_STATS:]):  # a cell without a code
+            run(con, _compile.drop_temp_table(names.leaf))
+            return None
+        check_counts(count, inp, *(int(x) for x in stats[:_COUNT_STATS]))
+    cells = arrow(con, _compile.coded_cells(names, spec, bool(check)))
+    if any(cells.column(col).null_count for col in code_cols):
         run(con, _compile.drop_temp_table(names.leaf))
         return None
-    if count is not None:  # every leaf has a code: no NULL leaf; the counts are checked
-        stats = rows(con, _compile.leaf_stats(names, [], COUNT_LIMIT))[0]
-        check_counts(count, inp, *(int(x) for x in stats))
-    return cells
+    if not check:
+        return cells
+    expected = np.zeros(cells.num_rows, dtype=np.uint64)
+    for c, chain in enumerate(spec.chains):
+        cols = [col for col in check if col in chain]
+        if cols:  # the domain's hash of the leaf's ancestors, per cell (a gather by code)
+            table = None if codes is None else codes[c]
+            per_leaf = arrow(con, _compile.ancestor_hashes(names, c, chain, cols, table))
+            code = cells.column(_compile.leaf_code(c)).to_numpy()
+            expected ^= per_leaf.column(0).to_numpy()[code]
+    ok = cells.column("__h").to_numpy() == expected
+    return cells.append_column("path_ok", pa.array(ok))
 
 
 def _coded_cells(

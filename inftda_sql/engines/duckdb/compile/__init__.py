@@ -62,6 +62,7 @@ from .features import (
 )
 from .publish import attach, copy_table, detach, read_files, use
 from .release import (
+    ancestor_hashes,
     ancestors,
     bad_path,
     bound_units,
@@ -83,6 +84,7 @@ from .release import (
 
 __all__ = [
     "TempNames",
+    "ancestor_hashes",
     "ancestors",
     "attach",
     "bad_path",

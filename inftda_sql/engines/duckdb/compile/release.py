@@ -151,11 +151,18 @@ def coded_leaf_counts(
     bounded: bool = False,
     wide: bool = False,
     codes: Sequence[str] | None = None,
+    check: Sequence[str] = (),
+    as_varchar: frozenset[str] = frozenset(),
 ) -> str:
     """The single scan of the private input with every chain's leaf coded first: each row
     joined to its leaf's code in the chain's code table (``codes``, else the release's), then
     grouped by the codes (``__leaf0``, ...). The count checks are :func:`leaf_counts`'; a leaf
-    value the domain does not list, or NULL, groups under a NULL code."""
+    value the domain does not list, or NULL, groups under a NULL code.
+
+    ``check`` names the input's ancestor columns to check against the domain: one hash of a
+    row's ancestors per chain, combined by xor (``__h``), is a grouping key too (a cell whose
+    rows disagree splits, as in :func:`leaf_counts`); the release compares it with the xor of
+    the domain's per-leaf hashes (:func:`ancestor_hashes`), so the cells need no join."""
     tables = _code_tables(names, len(spec.chains), codes)
     code_cols, keys, joins = [], [], []
     for c, chain in enumerate(spec.chains):
@@ -166,6 +173,10 @@ def coded_leaf_counts(
             f"LEFT JOIN (SELECT {ident(chain[-1])} AS __k, {depth_code(len(chain))} AS {code} "
             f"FROM {tables[c]}) AS {a} ON {a}.__k = __i.{ident(chain[-1])}"
         )
+    if check:
+        chain_hash = _chain_hash(spec, check, as_varchar)
+        code_cols.append(f"{chain_hash} AS __h")
+        keys.append(chain_hash)
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
     return render(
         "leaf_counts.coded",
@@ -178,13 +189,43 @@ def coded_leaf_counts(
     )
 
 
-def coded_cells(names: TempNames, spec: TreeSpec) -> str:
-    """The leaf cells of :func:`coded_leaf_counts` (a leaf code per chain and ``n``), to fetch."""
+def coded_cells(names: TempNames, spec: TreeSpec, check: bool = False) -> str:
+    """The leaf cells of :func:`coded_leaf_counts` (a leaf code per chain, the ancestors' hash
+    ``__h`` when ``check``, and ``n``), to fetch."""
+    cols = [f"l.{ident(leaf_code(c))}" for c in range(len(spec.chains))]
     return render(
         "leaf_codes.coded_cells",
         leaf=ident(names.leaf),
-        code_cols=", ".join(f"l.{ident(leaf_code(c))}" for c in range(len(spec.chains))),
+        code_cols=", ".join([*cols, "l.__h"] if check else cols),
     )
+
+
+def ancestor_hashes(
+    names: TempNames, chain_index: int, chain: Sequence[str], cols: Sequence[str], codes: str | None
+) -> str:
+    """The hash of the ancestor columns ``cols`` of every leaf of chain ``chain_index``'s code
+    table (``codes``, else the release's), in code order: the PUBLIC side of the check of
+    :func:`coded_leaf_counts`."""
+    return render(
+        "leaf_codes.ancestor_hashes",
+        hash=_path_hash(cols),
+        codes=codes or ident(names.codes(chain_index)),
+        code=depth_code(len(chain)),
+    )
+
+
+def _chain_hash(spec: TreeSpec, check: Sequence[str], as_varchar: frozenset[str]) -> str:
+    """The xor of one hash per chain of its ``check`` columns (chains without any add
+    nothing): :func:`coded_leaf_counts`' ``__h``."""
+    hashes = [
+        _path_hash(cols, as_varchar=as_varchar)
+        for chain in spec.chains
+        if (cols := [col for col in check if col in chain])
+    ]
+    combined = hashes[0]
+    for h in hashes[1:]:
+        combined = f"xor({combined}, {h})"
+    return combined
 
 
 def not_whole(count: str) -> str:
