@@ -238,3 +238,44 @@ def test_what_the_write_asks_first_is_one_statement(
         ordered, found = write_settings(file)
         assert (ordered, found) == (True, file.execute(path).fetchall()[0][0])
         assert found is not None and Path(found).resolve() == (tmp_path / "f.db").resolve()
+
+
+@pytest.mark.parametrize("chains", [1, 2])
+def test_released_strings_are_written_as_gathered_from_a_dictionary(
+    con: duckdb.DuckDBPyConnection, chains: int
+) -> None:
+    """Released string columns come as a dictionary over the domain's column when the cells
+    outnumber its rows (nothing copied): the written table is the one gathered row by row,
+    with the same VARCHAR and integer columns, in the same order."""
+    geo = pa.table({"region": ["N", "N", "S"], "city": ["a", "b", "c"], "zip": [1, 2, 3]})
+    names = [["region", "city", "zip"], ["d_region", "d_city", "d_zip"]][:chains]
+    spec = parse_hierarchy(names[0]) if chains == 1 else parse_hierarchy(names, "destination")
+    paths = [geo.rename_columns(n) for n in names]
+    rng = np.random.default_rng(5)
+    flat = np.sort(rng.choice(3**chains, 3**chains, replace=False))  # every cell, > 3 rows
+    codes = tuple(np.asarray(c, dtype=np.int64) for c in np.unravel_index(flat, [3] * chains))
+    result = TopDownResult(codes, np.arange(1, flat.size + 1, dtype=np.int64), ())
+    released = _write.released_table(spec, result, paths)
+    assert any(pa.types.is_dictionary(t) for t in released.schema.types)
+    gathered = pa.table(
+        {
+            **{
+                col: paths[c].column(col).take(pa.array(codes[c]))
+                for c, chain in enumerate(names)
+                for col in chain
+            },
+            "count": pa.array(result.counts),
+        }
+    )
+    tables = []
+    for name, table in (("dictionary", released), ("gathered", gathered)):
+        con.register(f"{name}_arrow", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow").fetchall()
+        tables.append(
+            (
+                con.execute(f"DESCRIBE {name}").fetchall(),
+                con.execute(f"SELECT * FROM {name}").fetchall(),
+            )
+        )
+    assert tables[0] == tables[1]
+    assert ("city", "VARCHAR", "YES", None, None, None) in tables[0][0]

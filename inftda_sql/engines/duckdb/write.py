@@ -490,14 +490,27 @@ def released_table(spec: TreeSpec, result: TopDownResult, paths: Sequence[pa.Tab
     # one chain's cells come from TopDown in code order already: no sort, no gathers
     ordered = len(result.codes) == 1 and increasing([result.codes[0]], strict=True)
     order = None if ordered else _leaf_order(result.codes, sizes)
-    columns: dict[str, pa.Array] = {}
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for c, chain in enumerate(spec.chains):
-        if order is None:  # in code order: gathered from the domain's chunks as they lie
-            for col in chain:
-                columns[col] = take_sorted(paths[c].column(col), result.codes[c])
-            continue
-        index = pa.array(result.codes[c][order])
+        codes = result.codes[c] if order is None else result.codes[c][order]
         for col in chain:
-            columns[col] = paths[c].column(col).take(index)
+            columns[col] = _decoded(paths[c].column(col), codes, ordered=order is None)
     columns["count"] = pa.array(result.counts if order is None else result.counts[order])
     return pa.table(columns)
+
+
+def _decoded(
+    column: pa.Array | pa.ChunkedArray, codes: I64, *, ordered: bool
+) -> pa.Array | pa.ChunkedArray:
+    """``column[codes]``: a string column, when the released cells are at least as many as
+    its rows, as a dictionary over it (no string is copied; DuckDB reads it as VARCHAR, the
+    written table is the same), else gathered (from the domain's chunks as they lie when
+    ``codes`` increase, ``ordered``)."""
+    kind = column.type
+    if (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and codes.size >= len(column):
+        values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        index_type = pa.int32() if len(values) < 2**31 else pa.int64()
+        return pa.DictionaryArray.from_arrays(pa.array(codes, index_type), values)
+    if ordered:
+        return take_sorted(column, codes)
+    return column.take(pa.array(codes))
