@@ -161,11 +161,20 @@ def _decode(
 
 
 def _key(codes: Sequence[I64], depths: Sequence[int], strides: Sequence[int], n: int) -> I64:
-    """The mixed-radix key of every cell (a chain at depth 0 adds nothing)."""
-    key = np.zeros(n, dtype=np.int64)
-    for code, depth, stride in zip(codes, depths, strides, strict=True):
-        if depth > 0:
-            key += code * stride
+    """The mixed-radix key of every cell (a chain at depth 0 adds nothing). One new array for
+    two chains: fresh memory costs this machine more than the arithmetic (a page's first
+    touch), so the stride-1 digit is added in place, last."""
+    digits = sorted(
+        ((stride, code) for code, depth, stride in zip(codes, depths, strides, strict=True)
+         if depth > 0),
+        key=lambda digit: -digit[0],
+    )  # fmt: skip
+    if not digits:
+        return np.zeros(n, dtype=np.int64)
+    stride, code = digits[0]
+    key: I64 = np.multiply(code, stride, dtype=np.int64)
+    for stride, code in digits[1:]:
+        key += code if stride == 1 else code * stride
     return key
 
 
@@ -178,9 +187,13 @@ def _sorted_cells(key: I64, counts: I64, space: int) -> tuple[I64, I64]:
     """``key`` sorted, its ``counts`` carried along: one ``np.sort`` of the key packed with its
     count when both fit in 63 bits (no gather afterwards), else by :func:`sort_order`."""
     bits = max(1, int(counts.max()).bit_length())
-    if space <= (1 << (63 - bits)):
-        packed = np.sort((key << bits) | counts)
-        return packed >> bits, packed & ((1 << bits) - 1)
+    if space <= (1 << (63 - bits)):  # in place: two new arrays, no sorted copy
+        packed = np.left_shift(key, bits)
+        packed |= counts
+        packed.sort()
+        sorted_counts = packed & ((1 << bits) - 1)
+        packed >>= bits
+        return packed, sorted_counts
     order = sort_order(key, space)
     return key[order], counts[order]
 
@@ -206,8 +219,10 @@ def sort_order(key: I64, space: int) -> I64:
     packed with the position when both fit in 63 bits (much faster than ``argsort``)."""
     n = key.size
     bits = max(1, (n - 1).bit_length())
-    if space <= (1 << (63 - bits)):
-        packed = np.sort((key << bits) | np.arange(n, dtype=np.int64))
-        out: I64 = packed & ((1 << bits) - 1)
-        return out
+    if space <= (1 << (63 - bits)):  # in place: one new array besides the positions
+        packed: I64 = np.left_shift(key, bits)
+        packed |= np.arange(n, dtype=np.int64)
+        packed.sort()
+        packed &= (1 << bits) - 1
+        return packed
     return np.argsort(key, kind="stable")
