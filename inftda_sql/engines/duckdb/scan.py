@@ -7,6 +7,13 @@ domain), and fetches the leaf cells once with the domain's integer leaf codes
 (``sql/leaf_codes.sql``): every level's true counts are sums of them
 (:class:`~inftda_sql.core.cells.LeafCells`, in numpy). Every check runs before any noise is
 drawn; the messages go to the data owner only.
+
+How the leaves get their codes depends on their type: string leaves are joined to their codes
+row by row and grouped by the codes (:func:`_scan_by_codes`: an integer key is cheaper than a
+string in DuckDB's hash table); integer leaves increasing in code order are grouped by value
+and coded from the fetched values (:func:`_coded_cells`); other leaves are grouped by value and
+the cells joined to the code tables. A cell without a code sends the first way back to the
+second and third, whose checks name the offending value.
 """
 
 from __future__ import annotations
