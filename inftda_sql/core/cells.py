@@ -118,9 +118,10 @@ class LeafCells:
         sizes = [tree.sizes for tree in self.chains]
         if level < spec.n_levels:
             keys, counts = self._summed_level(spec, level)
-            if tuple(strides) == key_strides(spec, level, sizes):
+            own = key_strides(spec, level, sizes)
+            if tuple(strides) == own:
                 return keys, counts
-            codes = _decode(keys, depths, key_strides(spec, level, sizes), sizes)
+            codes = _decode(keys, depths, own, sizes)
         else:
             codes, counts = list(self.codes), self.counts
         key = _key(codes, depths, strides, counts.size)
