@@ -31,13 +31,14 @@ zero or leaves less excess than children above zero, so ``3 * d + 4`` bounds the
 
 The candidate order comes from one packed int64 key per candidate: a per-segment value offset
 keeps the segments apart and in order, then the value, then the position in the low bits.
-The keys are sorted by ``np.sort`` in blocks of about 1,024 keys made of whole segments (faster
-per key than one long sort, and few enough Python iterations to leave the GIL to the other
-threads of a TopDown level); that loop is over blocks of candidates, not over segments. When
-the key bits do not fit in 63 (huge value ranges) a stable argsort of the key without the
-position, or as a last resort ``np.lexsort``, is used instead. The input is processed in
-chunks of whole segments (about 2**17 children each) so that the temporaries stay small and
-warm in cache; neither the chunks nor the blocks change the result.
+The keys are sorted as the rows of a 2-D array of 256 keys, twice (the second grid shifted by
+128 keys), which sorts every segment of at most 128 candidates in two calls of ``np.sort``
+(see _sort_segments); longer segments are then sorted one by one. That work is over rows and
+long segments, never over all segments. When the key bits do not fit in 63 (huge value
+ranges) a stable argsort of the key without the position, or as a last resort
+``np.lexsort``, is used instead. The input is processed in chunks of whole segments (about
+2**17 children each) so that the temporaries stay small and warm in cache; neither the chunks
+nor the rows change the result.
 
 Intermediate sums stay in int64: values and targets are limited to +-2**60, ``sum y`` is
 computed in two 31-bit halves when it could overflow, cumulative sums may wrap modulo 2**64
@@ -73,8 +74,8 @@ VALUE_LIMIT = 1 << 60
 _SUM_LIMIT = float((1 << 63) - (1 << 59))
 #: Children per chunk; chunks are cut at segment boundaries.
 _CHUNK = 1 << 17
-#: Keys per sorting block (whole segments; see _sort_by_blocks).
-_SORT_BLOCK = 1024
+#: Keys per row of the batched candidate sort (see _sort_segments).
+_SORT_ROW = 256
 _ORDERS = ("ascending", "descending")
 
 
@@ -424,7 +425,7 @@ def _candidate_order(
     ymax: Int64Array,
     descending: bool,
     method: Literal["packed", "stable", "lexsort"] | None = None,
-    block: int = _SORT_BLOCK,
+    row: int = _SORT_ROW,
 ) -> Int64Array:
     """Sort candidate positions ``idx`` (ascending) by (segment, value, position).
 
@@ -433,7 +434,7 @@ def _candidate_order(
     ``method`` forces a strategy (for tests); by default the fastest one that fits is used:
     ``"packed"`` sorts one int64 key (segment value range | value | position),
     ``"stable"`` stable-sorts the key without the position bits, ``"lexsort"`` always fits.
-    ``block`` is passed to :func:`_sort_by_blocks` by the packed strategy.
+    ``row`` is passed to :func:`_sort_segments` by the packed strategy.
     """
     width = ymax - ymin + 1
     pos_bits = max(1, (y.shape[0] - 1).bit_length())
@@ -465,29 +466,47 @@ def _candidate_order(
         return by_stable
     key <<= pos_bits
     key |= idx
-    _sort_by_blocks(key, count, block)
+    _sort_segments(key, count, row)
     key &= (1 << pos_bits) - 1
     return key
 
 
-def _sort_by_blocks(key: Int64Array, count: Int64Array, block: int) -> None:
+def _sort_segments(key: Int64Array, count: Int64Array, row: int) -> None:
     """Sort ``key`` in place, given that it is already ordered between segments.
 
-    ``count`` gives the segments' lengths in ``key``. The sort is done block by block, each
-    block made of whole segments and starting at the first segment start at or after a
-    multiple of ``block``: numpy sorts short arrays faster per key than one large array. With
-    numpy 2.4's AVX-512 sort, on 65K keys in segments of 20-80 (an IntOpt chunk), thread CPU
-    per key: 7.9 ns for blocks of 128, 5.9 for 256, 5.3-5.5 for 512-2,048, 6.5 in one call;
-    1,024 also keeps the loop (which holds the GIL) 8x shorter than 128 did. The loop runs
-    about ``len(key) / block`` times whatever the number of segments; ``block <= 0`` sorts in
-    one call.
+    ``count`` gives the segments' lengths in ``key``. ``np.sort`` along the last axis of a
+    2-D array sorts every row in one call, and rows of up to 256 int64 keys it sorts with
+    sorting networks (x86-simd-sort); a longer sort partitions. On an AMD EPYC with AVX-512
+    (2026-11-27; benchmarks/RESULTS.md), CPU per random key: rows of 64-256 keys 1.5-1.9 ns,
+    rows of 512 10 ns, one sort of 1M keys 50 ns, slices of 1,024 in a Python loop 19 ns.
+
+    Why two grids of rows sort every short segment: sorting any run of consecutive keys
+    permutes keys only within the segments it holds (the keys are ordered between
+    segments), and sorting part of a sorted segment leaves it sorted. The rows of the first
+    grid start at multiples of ``row``, those of the second at ``row // 2`` plus multiples of
+    ``row`` (its first ``row // 2`` keys are in no row), and each grid's last row is what is
+    left: the two grids' boundaries alternate ``row // 2`` keys apart. A segment of at most
+    ``row // 2 + 1`` keys crosses at most one boundary, so it lies whole in a row of the
+    other grid. Longer segments are sorted one slice each afterwards: that loop runs at most
+    ``len(key) / (row // 2 + 2)`` times. ``row < 2`` sorts in one call.
     """
-    if block <= 0 or key.shape[0] <= 2 * block:
+    n = key.shape[0]
+    if row < 2 or n <= row:
         key.sort()
         return
-    starts = np.cumsum(count) - count
-    marks = np.searchsorted(starts, np.arange(0, key.shape[0], block, dtype=np.int64))
-    cuts = np.unique(starts[np.minimum(marks, starts.shape[0] - 1)]).tolist()
-    cuts.append(key.shape[0])
-    for lo, hi in itertools.pairwise(cuts):
-        key[lo:hi].sort()
+    half = row // 2
+    _sort_rows(key, row)
+    _sort_rows(key[half:], row)
+    long = np.flatnonzero(count > half + 1)
+    if long.size:
+        ends = np.cumsum(count)[long]
+        for lo, hi in zip((ends - count[long]).tolist(), ends.tolist(), strict=True):
+            key[lo:hi].sort()
+
+
+def _sort_rows(key: Int64Array, row: int) -> None:
+    """Sort the consecutive rows of ``row`` keys of ``key`` in place, the last one shorter.
+    ``key`` is contiguous (a slice of a fresh array), so the reshape is a view of it."""
+    full = key.shape[0] - key.shape[0] % row
+    key[:full].reshape(-1, row).sort(axis=1)
+    key[full:].sort()
