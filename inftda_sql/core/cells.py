@@ -24,7 +24,7 @@ from .arrays import I64
 from .spec import TreeSpec
 from .tree import ChainTree, key_strides
 
-__all__ = ["LeafCells", "exact_sum", "sort_order"]
+__all__ = ["LeafCells", "exact_sum", "lex_order", "sort_order"]
 
 #: A level with at most this many possible cells per leaf cell (or 2**16 in all) is summed
 #: densely with ``bincount``; sparser levels are sorted.
@@ -227,3 +227,49 @@ def sort_order(key: I64, space: int) -> I64:
         packed &= (1 << bits) - 1
         return packed
     return np.argsort(key, kind="stable")
+
+
+def lex_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64 | None:
+    """The permutation that sorts cells by their codes, ``codes[0]`` first (chain ``j``'s codes
+    below ``sizes[j]``), or None when they are in that order already.
+
+    Codes of at most 2**16 values are sorted by ``np.lexsort`` of 8- or 16-bit copies, which
+    numpy sorts by radix (stable, a pass per chain and no comparison): TopDown's cells come in
+    the order of the leaf level's key, in which the chains are already grouped, and putting
+    them chain 0 first costs 2.4 ms for 341K UK cells against 20 ms for one ``np.sort`` of the
+    packed key on an AMD EPYC whose AVX-512 ``np.sort`` runs at 50-65 ns a key (RESULTS.md).
+    Larger codes are sorted by their mixed-radix key (:func:`sort_order`), or by
+    ``np.lexsort`` of the codes when the key would not fit in 62 bits.
+
+    Example:
+        >>> lex_order([np.array([1, 0, 1]), np.array([0, 2, 1])], [2, 3]).tolist()
+        [1, 0, 2]
+        >>> lex_order([np.array([0, 1]), np.array([5, 0])], [2, 6]) is None
+        True
+    """
+    n = codes[0].size if codes else 0
+    if n < 2:
+        return None
+    space = math.prod(sizes)
+    key: I64 | None = None
+    if space < 1 << 62:
+        key = _key(codes, [1] * len(codes), _strides(sizes), n)
+        if bool(np.all(key[1:] >= key[:-1])):
+            return None
+    if max(sizes) <= 1 << 16:
+        widths = [np.uint8 if size <= 1 << 8 else np.uint16 for size in sizes]
+        narrow = [code.astype(width) for code, width in zip(codes, widths, strict=True)]
+        by_radix: I64 = np.lexsort(narrow[::-1]).astype(np.int64, copy=False)
+        return by_radix
+    if key is not None:
+        return sort_order(key, space)
+    order: I64 = np.lexsort(tuple(reversed(codes))).astype(np.int64)
+    return None if bool(np.all(order[1:] > order[:-1])) else order
+
+
+def _strides(sizes: Sequence[int]) -> list[int]:
+    """Mixed-radix strides of codes below ``sizes``, the first code most significant."""
+    strides = [1] * len(sizes)
+    for j in range(len(sizes) - 2, -1, -1):
+        strides[j] = strides[j + 1] * sizes[j + 1]
+    return strides

@@ -216,11 +216,12 @@ def test_prepare_checks_the_transaction_then_the_output_then_the_budget(
 def test_released_table_of_cells_in_code_order_needs_no_sort(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # one chain's cells come from TopDown in code order: decoded as they are (no sort, no
-    # gathers), the same table as cells out of order give once sorted
+    # cells that come from TopDown in code order, chain 0 first, are decoded as they are (no
+    # sort), the same table as cells out of order give once sorted; one chain and two
     import numpy as np
     import pyarrow as pa
 
+    from inftda_sql.core import cells as _cells
     from inftda_sql.core.spec import parse_hierarchy
     from inftda_sql.core.tree import TopDownResult
 
@@ -228,10 +229,18 @@ def test_released_table_of_cells_in_code_order_needs_no_sort(
     geo = pa.table({"region": pa.chunked_array([["N", "N"], ["S"]]), "city": ["a", "b", "c"]})
     shuffled = TopDownResult((np.array([2, 0]),), np.array([4, 1]), ())
     expected = _write.released_table(spec, shuffled, [geo])
+    od = parse_hierarchy([["o_region", "o_city"], ["d_region", "d_city"]], "destination")
+    o_geo, d_geo = (geo.rename_columns([f"{side}_region", f"{side}_city"]) for side in "od")
+    pair = TopDownResult((np.array([2, 0, 2]), np.array([0, 1, 2])), np.array([4, 1, 3]), ())
+    expected_od = _write.released_table(od, pair, [o_geo, d_geo])
 
     def no_sort(*args: Any) -> Any:
         raise AssertionError("sorted cells sorted again")
 
-    monkeypatch.setattr(_write, "_leaf_order", no_sort)
+    monkeypatch.setattr(_cells, "sort_order", no_sort)
+    monkeypatch.setattr(_cells.np, "lexsort", no_sort)
     ordered = TopDownResult((np.array([0, 2]),), np.array([1, 4]), ())
     assert _write.released_table(spec, ordered, [geo]).equals(expected)
+    pair = TopDownResult((np.array([0, 2, 2]), np.array([1, 0, 2])), np.array([1, 4, 3]), ())
+    assert _write.released_table(od, pair, [o_geo, d_geo]).equals(expected_od)
+    assert expected_od.column("count").to_pylist() == [1, 4, 3]

@@ -10,7 +10,6 @@ from types import TracebackType
 
 import duckdb
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from ..._coc_request import CountOfCountsRequest
@@ -18,7 +17,7 @@ from ..._errors import DomainError, InputDataError, InternalError, SpecError
 from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
-from ...core.cells import LeafCells
+from ...core.cells import LeafCells, lex_order
 from ...core.coc import CocLevel, Histograms
 from ...core.domains import unwrap
 from ...core.features import Lattice
@@ -335,9 +334,7 @@ class DuckDBEngine:
         if len(self._coded) != len(spec.chains):
             raise SpecError("the domain is not coded yet: call code_domains() first")
         codes = [np.asarray(c, dtype=np.int64) for c in result.codes]
-        order: npt.NDArray[np.intp] | None = None
-        if not _lexsorted(codes):
-            order = np.lexsort(codes[::-1])
+        order = lex_order(codes, [coded.paths.num_rows for coded in self._coded])
         columns: dict[str, pa.ChunkedArray | pa.Array | I64] = {}
         for c, chain in enumerate(spec.chains):
             leaf = codes[c] if order is None else codes[c][order]
@@ -582,15 +579,3 @@ def _last_parts(given: Sequence[object]) -> list[str]:
             with contextlib.suppress(ValueError):
                 out.append(split_name(name)[-1])
     return out
-
-
-def _lexsorted(columns: list[I64]) -> bool:
-    """Whether the rows of ``columns`` are in lexicographic order (first column first)."""
-    if not columns or columns[0].size < 2:
-        return True
-    before = np.zeros(columns[0].size - 1, dtype=bool)
-    tied = np.ones(columns[0].size - 1, dtype=bool)
-    for column in columns:
-        before |= tied & (column[:-1] < column[1:])
-        tied &= column[:-1] == column[1:]
-    return bool(np.all(before | tied))

@@ -49,15 +49,14 @@ from types import EllipsisType
 from typing import TypeVar
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 
 from ..._errors import Arg, ConcurrentWriteError, InftdaError, OutputExistsError, SpecError
 from ..._interrupts import committed, critical
 from ...core.accounting import Budget
-from ...core.arrays import I64, increasing, take_sorted
+from ...core.arrays import I64, take_sorted
 from ...core.bounds import view_bounds
-from ...core.cells import sort_order
+from ...core.cells import lex_order
 from ...core.measurements import Collector
 from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
@@ -455,22 +454,6 @@ def write_settings(con: duckdb.DuckDBPyConnection) -> tuple[bool, str | None]:
     return str(ordered).lower() == "true", None if path is None else str(path)
 
 
-def _leaf_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64:
-    """The permutation that sorts released cells by their leaf codes, chain 0 first."""
-    key_space = 1
-    for size in sizes:
-        key_space *= size
-    if key_space < 2**62:
-        key = np.zeros(codes[0].size if codes else 0, dtype=np.int64)
-        stride = 1
-        for code, size in zip(reversed(codes), reversed(sizes), strict=True):
-            key += code * stride
-            stride *= size
-        return sort_order(key, key_space)
-    order: I64 = np.lexsort(tuple(reversed(codes))).astype(np.int64)
-    return order
-
-
 def released_table(spec: TreeSpec, result: TopDownResult, paths: Sequence[pa.Table]) -> pa.Table:
     """The released cells decoded: every hierarchy column (from the coded domain) and the
     count, in the order of the leaf codes, chain after chain, which is the order of the
@@ -486,15 +469,12 @@ def released_table(spec: TreeSpec, result: TopDownResult, paths: Sequence[pa.Tab
         >>> released_table(spec, result, [geo]).to_pylist()
         [{'region': 'N', 'city': 'a', 'count': 1}, {'region': 'S', 'city': 'c', 'count': 4}]
     """
-    sizes = [table.num_rows for table in paths]
-    # one chain's cells come from TopDown in code order already: no sort, no gathers
-    ordered = len(result.codes) == 1 and increasing([result.codes[0]], strict=True)
-    order = None if ordered else _leaf_order(result.codes, sizes)
+    order = lex_order(result.codes, [table.num_rows for table in paths])
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for c, chain in enumerate(spec.chains):
         codes = result.codes[c] if order is None else result.codes[c][order]
         for col in chain:
-            columns[col] = _decoded(paths[c].column(col), codes, ordered=order is None)
+            columns[col] = _decoded(paths[c].column(col), codes, ordered=c == 0)
     columns["count"] = pa.array(result.counts if order is None else result.counts[order])
     return pa.table(columns)
 
