@@ -21,10 +21,11 @@ import numpy as np
 
 from .._errors import InternalError
 from .arrays import I64
+from .sorting import sort_keys, sort_order
 from .spec import TreeSpec
 from .tree import ChainTree, key_strides
 
-__all__ = ["LeafCells", "exact_sum", "lex_order", "sort_order"]
+__all__ = ["LeafCells", "exact_sum"]
 
 #: A level with at most this many possible cells per leaf cell (or 2**16 in all) is summed
 #: densely with ``bincount``; sparser levels are sorted.
@@ -185,13 +186,14 @@ def _space(chains: Sequence[ChainTree], depths: Sequence[int]) -> int:
 
 
 def _sorted_cells(key: I64, counts: I64, space: int) -> tuple[I64, I64]:
-    """``key`` sorted, its ``counts`` carried along: one ``np.sort`` of the key packed with its
-    count when both fit in 63 bits (no gather afterwards), else by :func:`sort_order`."""
+    """``key`` sorted, its ``counts`` carried along: one sort (:func:`.sorting.sort_keys`) of
+    the key packed with its count when both fit in 63 bits (no gather afterwards), else by
+    :func:`.sorting.sort_order`."""
     bits = max(1, int(counts.max()).bit_length())
     if space <= (1 << (63 - bits)):  # in place: two new arrays, no sorted copy
         packed = np.left_shift(key, bits)
         packed |= counts
-        packed.sort()
+        packed = sort_keys(packed)
         sorted_counts = packed & ((1 << bits) - 1)
         packed >>= bits
         return packed, sorted_counts
@@ -213,63 +215,3 @@ def _summed_cells(key: I64, counts: I64, space: int, total: int) -> tuple[I64, I
     np.not_equal(key[1:], key[:-1], out=first[1:])
     starts = np.flatnonzero(first)
     return key[starts], np.add.reduceat(counts, starts)
-
-
-def sort_order(key: I64, space: int) -> I64:
-    """The permutation sorting ``key`` (values below ``space``): one ``np.sort`` of the key
-    packed with the position when both fit in 63 bits (much faster than ``argsort``)."""
-    n = key.size
-    bits = max(1, (n - 1).bit_length())
-    if space <= (1 << (63 - bits)):  # in place: one new array besides the positions
-        packed: I64 = np.left_shift(key, bits)
-        packed |= np.arange(n, dtype=np.int64)
-        packed.sort()
-        packed &= (1 << bits) - 1
-        return packed
-    return np.argsort(key, kind="stable")
-
-
-def lex_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64 | None:
-    """The permutation that sorts cells by their codes, ``codes[0]`` first (chain ``j``'s codes
-    below ``sizes[j]``), or None when they are in that order already.
-
-    Codes of at most 2**16 values are sorted by ``np.lexsort`` of 8- or 16-bit copies, which
-    numpy sorts by radix (stable, a pass per chain and no comparison): TopDown's cells come in
-    the order of the leaf level's key, in which the chains are already grouped, and putting
-    them chain 0 first costs 2.4 ms for 341K UK cells against 20 ms for one ``np.sort`` of the
-    packed key on an AMD EPYC whose AVX-512 ``np.sort`` runs at 50-65 ns a key (RESULTS.md).
-    Larger codes are sorted by their mixed-radix key (:func:`sort_order`), or by
-    ``np.lexsort`` of the codes when the key would not fit in 62 bits.
-
-    Example:
-        >>> lex_order([np.array([1, 0, 1]), np.array([0, 2, 1])], [2, 3]).tolist()
-        [1, 0, 2]
-        >>> lex_order([np.array([0, 1]), np.array([5, 0])], [2, 6]) is None
-        True
-    """
-    n = codes[0].size if codes else 0
-    if n < 2:
-        return None
-    space = math.prod(sizes)
-    key: I64 | None = None
-    if space < 1 << 62:
-        key = _key(codes, [1] * len(codes), _strides(sizes), n)
-        if bool(np.all(key[1:] >= key[:-1])):
-            return None
-    if max(sizes) <= 1 << 16:
-        widths = [np.uint8 if size <= 1 << 8 else np.uint16 for size in sizes]
-        narrow = [code.astype(width) for code, width in zip(codes, widths, strict=True)]
-        by_radix: I64 = np.lexsort(narrow[::-1]).astype(np.int64, copy=False)
-        return by_radix
-    if key is not None:
-        return sort_order(key, space)
-    order: I64 = np.lexsort(tuple(reversed(codes))).astype(np.int64)
-    return None if bool(np.all(order[1:] > order[:-1])) else order
-
-
-def _strides(sizes: Sequence[int]) -> list[int]:
-    """Mixed-radix strides of codes below ``sizes``, the first code most significant."""
-    strides = [1] * len(sizes)
-    for j in range(len(sizes) - 2, -1, -1):
-        strides[j] = strides[j + 1] * sizes[j + 1]
-    return strides

@@ -32,10 +32,10 @@ zero or leaves less excess than children above zero, so ``3 * d + 4`` bounds the
 The candidate order comes from one packed int64 key per candidate: a per-segment value offset
 keeps the segments apart and in order, then the value, then the position in the low bits.
 The keys are sorted as the rows of a 2-D array of 256 keys, twice (the second grid shifted by
-128 keys), which sorts every segment of at most 128 candidates in two calls of ``np.sort``
-(see _sort_segments); longer segments are then sorted one by one. That work is over rows and
-long segments, never over all segments. When the key bits do not fit in 63 (huge value
-ranges) a stable argsort of the key without the position, or as a last resort
+128 keys), which sorts every segment of at most 129 candidates in two calls of ``np.sort``
+(:func:`~inftda_sql.core.sorting.sort_segments`); longer segments are then sorted one by one.
+That work is over rows and long segments, never over all segments. When the key bits do not
+fit in 63 (huge value ranges) a stable argsort of the key without the position, or as a last resort
 ``np.lexsort``, is used instead. The input is processed in chunks of whole segments (about
 2**17 children each) so that the temporaries stay small and warm in cache; neither the chunks
 nor the rows change the result.
@@ -64,6 +64,7 @@ import numpy.typing as npt
 
 from .._errors import InternalError, SpecError
 from .arrays import I64 as Int64Array
+from .sorting import SEGMENT_ROW, sort_segments
 
 __all__ = ["intopt"]
 
@@ -74,8 +75,6 @@ VALUE_LIMIT = 1 << 60
 _SUM_LIMIT = float((1 << 63) - (1 << 59))
 #: Children per chunk; chunks are cut at segment boundaries.
 _CHUNK = 1 << 17
-#: Keys per row of the batched candidate sort (see _sort_segments).
-_SORT_ROW = 256
 _ORDERS = ("ascending", "descending")
 
 
@@ -425,7 +424,7 @@ def _candidate_order(
     ymax: Int64Array,
     descending: bool,
     method: Literal["packed", "stable", "lexsort"] | None = None,
-    row: int = _SORT_ROW,
+    row: int = SEGMENT_ROW,
 ) -> Int64Array:
     """Sort candidate positions ``idx`` (ascending) by (segment, value, position).
 
@@ -434,7 +433,7 @@ def _candidate_order(
     ``method`` forces a strategy (for tests); by default the fastest one that fits is used:
     ``"packed"`` sorts one int64 key (segment value range | value | position),
     ``"stable"`` stable-sorts the key without the position bits, ``"lexsort"`` always fits.
-    ``row`` is passed to :func:`_sort_segments` by the packed strategy.
+    ``row`` is passed to :func:`~.sorting.sort_segments` by the packed strategy.
     """
     width = ymax - ymin + 1
     pos_bits = max(1, (y.shape[0] - 1).bit_length())
@@ -466,47 +465,6 @@ def _candidate_order(
         return by_stable
     key <<= pos_bits
     key |= idx
-    _sort_segments(key, count, row)
+    sort_segments(key, count, row)
     key &= (1 << pos_bits) - 1
     return key
-
-
-def _sort_segments(key: Int64Array, count: Int64Array, row: int) -> None:
-    """Sort ``key`` in place, given that it is already ordered between segments.
-
-    ``count`` gives the segments' lengths in ``key``. ``np.sort`` along the last axis of a
-    2-D array sorts every row in one call, and rows of up to 256 int64 keys it sorts with
-    sorting networks (x86-simd-sort); a longer sort partitions. On an AMD EPYC with AVX-512
-    (2026-11-27; benchmarks/RESULTS.md), CPU per random key: rows of 64-256 keys 1.5-1.9 ns,
-    rows of 512 10 ns, one sort of 1M keys 50 ns, slices of 1,024 in a Python loop 19 ns.
-
-    Why two grids of rows sort every short segment: sorting any run of consecutive keys
-    permutes keys only within the segments it holds (the keys are ordered between
-    segments), and sorting part of a sorted segment leaves it sorted. The rows of the first
-    grid start at multiples of ``row``, those of the second at ``row // 2`` plus multiples of
-    ``row`` (its first ``row // 2`` keys are in no row), and each grid's last row is what is
-    left: the two grids' boundaries alternate ``row // 2`` keys apart. A segment of at most
-    ``row // 2 + 1`` keys crosses at most one boundary, so it lies whole in a row of the
-    other grid. Longer segments are sorted one slice each afterwards: that loop runs at most
-    ``len(key) / (row // 2 + 2)`` times. ``row < 2`` sorts in one call.
-    """
-    n = key.shape[0]
-    if row < 2 or n <= row:
-        key.sort()
-        return
-    half = row // 2
-    _sort_rows(key, row)
-    _sort_rows(key[half:], row)
-    long = np.flatnonzero(count > half + 1)
-    if long.size:
-        ends = np.cumsum(count)[long]
-        for lo, hi in zip((ends - count[long]).tolist(), ends.tolist(), strict=True):
-            key[lo:hi].sort()
-
-
-def _sort_rows(key: Int64Array, row: int) -> None:
-    """Sort the consecutive rows of ``row`` keys of ``key`` in place, the last one shorter.
-    ``key`` is contiguous (a slice of a fresh array), so the reshape is a view of it."""
-    full = key.shape[0] - key.shape[0] % row
-    key[:full].reshape(-1, row).sort(axis=1)
-    key[full:].sort()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from inftda_sql import InternalError
 from inftda_sql.core import cells as cells_module
-from inftda_sql.core.cells import LeafCells, exact_sum, sort_order
+from inftda_sql.core.cells import LeafCells, exact_sum
 from inftda_sql.core.spec import parse_hierarchy
 from inftda_sql.core.tree import ChainTree, key_strides
 
@@ -154,15 +154,6 @@ def test_codes_must_align_with_counts() -> None:
         LeafCells((np.zeros(2, dtype=np.int64),), np.ones(3, dtype=np.int64), (tree,))
 
 
-@pytest.mark.parametrize("space", [10, 2**40, 2**62])  # packed np.sort, and argsort
-def test_sort_order(space: int) -> None:
-    rng = np.random.default_rng(space % 1000)
-    key = rng.integers(0, space, 5000, dtype=np.int64)
-    order = sort_order(key, space)
-    assert bool((np.diff(key[order]) >= 0).all())
-    assert sorted(order.tolist()) == list(range(5000))
-
-
 def test_exact_sum_does_not_overflow() -> None:
     values = np.full(8, 2**60, dtype=np.int64)
     assert exact_sum(values) == 2**63
@@ -175,37 +166,3 @@ def test_exact_sum_is_the_sum_of_python_integers(values: list[int]) -> None:
     # small values take a one-pass sum, large ones the split sum: both exact
     for case in (values, [v >> 40 for v in values]):
         assert exact_sum(np.array(case, dtype=np.int64)) == sum(case)
-
-
-#: chain sizes at the edges of lex_order's strategies: 8-bit, 16-bit, wider, a key beyond 62 bits
-SIZES = [1, 3, 256, 257, 1 << 16, (1 << 16) + 1, 1 << 40]
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    sizes=st.lists(st.sampled_from(SIZES), min_size=1, max_size=3),
-    n=st.integers(0, 300),
-    order=st.sampled_from(["random", "sorted", "by last chain", "reversed"]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_lex_order_sorts_by_the_codes_chain_0_first(
-    sizes: list[int], n: int, order: str, seed: int
-) -> None:
-    """Radix (codes of 8 and 16 bits), the packed key, and np.lexsort beyond 62 bits of key:
-    the cells sorted by their codes, chain 0 first, with ties kept in place; None exactly
-    when they are sorted already."""
-    rng = np.random.default_rng(seed)
-    # a few values per chain, its largest among them (the dtype's edge), ties likely
-    codes = [rng.choice(np.r_[0, size - 1, rng.integers(0, size, 4)], n) for size in sizes]
-    if order != "random":
-        keys = codes[::-1] if order == "by last chain" else codes
-        perm = np.lexsort(tuple(reversed(keys)))
-        codes = [c[perm[::-1] if order == "reversed" else perm] for c in codes]
-    expected = np.lexsort(tuple(reversed(codes)))
-    got = cells_module.lex_order(codes, sizes)
-    if got is None:
-        assert np.array_equal(expected, np.arange(n))
-    else:
-        assert not np.array_equal(expected, np.arange(n))
-        assert got.dtype == np.int64
-        assert np.array_equal(got, expected)

@@ -342,36 +342,6 @@ def test_the_three_sort_strategies_agree(cases: list[Case], descending: bool) ->
         assert np.array_equal(got, expected), row
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    count=st.lists(st.integers(1, 70), min_size=1, max_size=60),
-    row=st.integers(-1, 100),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_sort_segments_equals_one_sort(count: list[int], row: int, seed: int) -> None:
-    """Rows of any size, segments shorter and longer than half a row, at every offset."""
-    rng = np.random.default_rng(seed)
-    lengths = np.array(count, dtype=np.int64)
-    seg = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
-    key = (seg << 40) | rng.integers(0, 1 << 8, seg.size)  # ordered between segments, ties
-    expected = np.sort(key)
-    _intopt._sort_segments(key, lengths, row)
-    assert np.array_equal(key, expected)
-
-
-def test_sort_segments_at_the_default_row() -> None:
-    """The default row of 256 keys on a level's worth of segments: short ones (sorted by the
-    two grids of rows only) and long ones (sorted one by one), reversed within each."""
-    rng = np.random.default_rng(3)
-    lengths = rng.choice([1, 5, 60, 127, 128, 129, 200, 700], 3_000)
-    seg = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
-    key = (seg << 32) | rng.permutation(seg.size)
-    expected = np.sort(key)
-    key = np.concatenate([np.sort(part)[::-1] for part in np.split(key, np.cumsum(lengths)[:-1])])
-    _intopt._sort_segments(key, lengths, _intopt._SORT_ROW)
-    assert np.array_equal(key, expected)
-
-
 @settings(max_examples=200, deadline=None)
 @given(
     ys=st.lists(st.integers(-_intopt.VALUE_LIMIT, _intopt.VALUE_LIMIT), min_size=1, max_size=30),

@@ -17,11 +17,12 @@ from ..._errors import DomainError, InputDataError, InternalError, SpecError
 from ..._interrupts import critical
 from ..._request import ReleaseRequest
 from ...core.arrays import I64
-from ...core.cells import LeafCells, lex_order
+from ...core.cells import LeafCells
 from ...core.coc import CocLevel, Histograms
 from ...core.domains import unwrap
 from ...core.features import Lattice
 from ...core.measurements import Collector
+from ...core.sorting import lex_order
 from ...core.tree import ChainTree, LevelStats, TopDownResult
 from ...mechanisms import Mechanism, MechanismContext
 from ...mechanisms.base import FeatureResult

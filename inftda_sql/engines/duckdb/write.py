@@ -56,8 +56,8 @@ from ..._interrupts import committed, critical
 from ...core.accounting import Budget
 from ...core.arrays import I64, take_sorted
 from ...core.bounds import view_bounds
-from ...core.cells import lex_order
 from ...core.measurements import Collector
+from ...core.sorting import lex_order
 from ...core.spec import TreeSpec
 from ...core.tree import ChainTree, TopDownResult
 from . import compile as _compile
