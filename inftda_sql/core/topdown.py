@@ -32,6 +32,7 @@ from .blocks import bucket_width, first_child_keys, parent_blocks, runs
 from .intopt import intopt
 from .noise import draw_discrete_gaussian
 from .rng import RandomSource
+from .sorting import sort_order
 from .spec import TreeSpec
 from .tree import ChainTree, LevelStats, TopDownResult, determined_levels, key_strides
 
@@ -162,7 +163,7 @@ def level_blocks(
     first = first_child_keys(codes, chain, child_starts, strides)
     order: I64 | None = None
     if first.size > 1 and not bool((first[1:] > first[:-1]).all()):
-        order = np.argsort(first, kind="stable")
+        order = sort_order(first, cells)  # keys below the level's cells, distinct
         first, child_counts = first[order], child_counts[order]
     block = parent_blocks(first, child_counts, bucket_width(cells), CHUNK_CHILDREN)
     return order, runs(block)
