@@ -24,9 +24,12 @@ GROUP BY $leaf_cols$path_key
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE $leaf AS
 SELECT $code_cols,
        $count_sum AS __n,

@@ -5,9 +5,12 @@
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
        count(*)::BIGINT AS __n,
@@ -27,14 +30,17 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
        sum("n") AS __n,
-       count(*) FILTER ("n" IS NULL) AS __nulls,
-       count(*) FILTER ("n" < 0) AS __neg,
+       (min(coalesce("n", -1)) < 0)::BIGINT AS __nulls,
+       0 AS __neg,
        0 AS __frac,
        0 AS __big
 FROM "trips" AS __i
@@ -49,14 +55,17 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
        sum("w"::DOUBLE) AS __n,
-       count(*) FILTER ("w" IS NULL) AS __nulls,
-       count(*) FILTER ("w" < 0) AS __neg,
+       (min(coalesce("w", -1)) < 0)::BIGINT AS __nulls,
+       0 AS __neg,
        count(*) FILTER (NOT (isfinite("w") AND "w" = trunc("w"))) AS __frac,
        0 AS __big
 FROM "trips" AS __i
@@ -71,14 +80,17 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
        sum(TRY_CAST("n" AS BIGINT)) AS __n,
-       count(*) FILTER ("n" IS NULL) AS __nulls,
-       count(*) FILTER ("n" < 0) AS __neg,
+       (min(coalesce("n", -1)) < 0)::BIGINT AS __nulls,
+       0 AS __neg,
        0 AS __frac,
        count(*) FILTER ("n" IS NOT NULL AND TRY_CAST("n" AS BIGINT) IS NULL) AS __big
 FROM "trips" AS __i
@@ -93,9 +105,12 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
        count(*)::BIGINT AS __n,
@@ -115,9 +130,12 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1", xor(hash("o_reg"), hash("d_reg")) AS __h,
        count(*)::BIGINT AS __n,
@@ -137,9 +155,12 @@ GROUP BY c0."__leaf0", c1."__leaf1", xor(hash("o_reg"), hash("d_reg"));
 -- the values, and the cells need no join after the scan. A leaf value the domain does not list,
 -- or NULL, gets no code: those rows group under NULL, and the release scans by values instead
 -- to name what is wrong (its checks read the leaf values). The count checks are the scan's by
--- values (the first statement of this file). When the release checks the input's ancestor
--- columns, one hash of them per chain, xor-ed, is a grouping key too; the release compares it
--- with the domain's hashes of each leaf's ancestors (leaf_codes.ancestor_hashes), xor-ed alike.
+-- values (the first statement of this file), except that __nulls flags a cell with a NULL or
+-- negative count (1 or 0, one aggregate) and __neg is 0: such a cell also sends the release to
+-- the scan by values, which counts the rows for its message. When the release checks the
+-- input's ancestor columns, one hash of them per chain, xor-ed, is a grouping key too; the
+-- release compares it with the domain's hashes of each leaf's ancestors
+-- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1", xor(hash(CAST("o_reg" AS VARCHAR)), hash("d_reg")) AS __h,
        count(*)::BIGINT AS __n,

@@ -189,14 +189,15 @@ def _scan_by_codes(
 ) -> pa.Table | None:
     """The scan grouped by the leaf codes (``coded``: :func:`_compile.coded_leaf_counts`) and
     its cells, the counts checked; None, the leaf table dropped, when a cell has no code (a
-    NULL, NaN or unlisted leaf value): the caller then scans by values, whose checks name what
-    is wrong (the release fails either way: the second read serves its error message only).
+    NULL, NaN or unlisted leaf value) or a NULL or negative count (flagged per cell, not
+    counted): the caller then scans by values, whose checks name what is wrong and how many
+    rows (the release fails either way: the second read serves its error message only).
     With ``check``, the cells carry ``path_ok``: their ancestors' hash is the domain's."""
     run(con, coded, params)
     code_cols = [_compile.leaf_code(c) for c in range(len(spec.chains))]
     if count is not None:  # checked before anything converts the counts (the fetch does)
         stats = rows(con, _compile.leaf_stats(names, code_cols, COUNT_LIMIT))[0]
-        if any(stats[_COUNT_STATS:]):  # a cell without a code
+        if stats[0] or any(stats[_COUNT_STATS:]):  # a NULL or negative count; a cell without a code
             run(con, _compile.drop_temp_table(names.leaf))
             return None
         check_counts(count, inp, *(int(x) for x in stats[:_COUNT_STATS]))

