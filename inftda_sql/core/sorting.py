@@ -25,6 +25,9 @@ __all__ = ["SEGMENT_ROW", "lex_order", "sort_keys", "sort_order", "sort_segments
 SEGMENT_ROW = 256
 #: Below this many keys one ``np.sort`` is used (the radix pass's 2**16 buckets cost more).
 _RADIX_MIN = 1 << 15
+#: Above this many keys too: the radix pass holds 18 more bytes a key while it runs (the top
+#: bits, the permutation, the gathered copy), 300 MB at this size; one ``np.sort`` sorts in place.
+_RADIX_MAX = 1 << 24
 
 
 def sort_keys(values: I64) -> I64:
@@ -32,22 +35,26 @@ def sort_keys(values: I64) -> I64:
 
     The values are put in order of their top 16 bits (of the largest value's width) by one
     stable ``np.argsort`` of those bits as ``uint16`` (numpy's radix sort), gathered, and each
-    run of equal top bits sorted by :func:`sort_segments`: 462K O/D cell keys in 6.4 ms
-    against 22 ms for ``np.sort`` on the AMD EPYC, 1.4M in 35-43 ms against 76 ms. Small
-    arrays get one ``np.sort``.
+    run of equal top bits sorted by :func:`sort_segments`: 459K O/D cell keys at 14.5 ns a key
+    against 46 ns for ``np.sort`` on the AMD EPYC, 1.27M at 22.6 against 51.5 ns
+    (``benchmarks/bench_sorting.py``). Small arrays, and arrays beyond 2**24 keys (whose
+    radix pass would hold 300 MB more), get one ``np.sort`` in place.
 
     Example:
         >>> sort_keys(np.array([5, 3, 9, 3])).tolist()
         [3, 3, 5, 9]
     """
     n = values.size
-    if n < _RADIX_MIN:
+    if n < _RADIX_MIN or n > _RADIX_MAX:
         values.sort()
         return values
     shift = max(0, int(values.max()).bit_length() - 16)
     top = np.right_shift(values, shift).astype(np.uint16)
     runs = np.bincount(top, minlength=1 << 16)
-    ordered: I64 = values[np.argsort(top, kind="stable")]
+    order = np.argsort(top, kind="stable")
+    del top
+    ordered: I64 = values[order]
+    del order
     sort_segments(ordered, runs)
     return ordered
 

@@ -125,3 +125,26 @@ def test_sort_keys_runs_long_and_short(spread: int) -> None:
     runs = np.bincount(top)
     assert runs.max() > SEGMENT_ROW and (runs[runs > 0] <= 3).mean() > 0.5  # both kinds
     assert np.array_equal(sort_keys(values.copy()), np.sort(values))
+
+
+def test_sort_keys_beyond_its_size_sorts_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The radix pass holds about 18 more bytes a key while it runs; beyond _RADIX_MAX keys
+    the array is sorted in place instead (traced by numpy's allocations)."""
+    import tracemalloc
+
+    values = np.random.default_rng(5).integers(0, 1 << 40, 200_000)
+
+    def extra_bytes() -> int:
+        data = values.copy()
+        tracemalloc.start()
+        try:
+            got = sort_keys(data)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert np.array_equal(got, np.sort(values))
+        return peak
+
+    assert extra_bytes() > 16 * values.size  # the radix pass
+    monkeypatch.setattr(sorting, "_RADIX_MAX", values.size - 1)
+    assert extra_bytes() < values.size  # np.sort in place
