@@ -73,11 +73,13 @@ def nesting_check(codes_table: str, parent: str, child: str) -> str:
 
 
 def _count_parts(
-    count: str | None, count_is_integer: bool, *, bounded: bool, wide: bool
+    count: str | None, count_is_integer: bool, *, bounded: bool, wide: bool, flag: bool = False
 ) -> dict[str, str]:
     """The aggregates of a scan (see :func:`leaf_counts`): the records counted (``count`` is
     the count column, or None for one row per record), and the number of rows whose count is
-    NULL, negative, not whole or beyond int64: never a count."""
+    NULL, negative, not whole or beyond int64: never a count. ``flag`` (the scan by codes):
+    ``__nulls`` is 1 for a cell holding a NULL or negative count, one aggregate instead of two
+    counts of rows, and ``__neg`` is 0."""
     zero = {"count_nulls": "0", "count_neg": "0", "count_frac": "0", "count_big": "0"}
     if bounded:  # input from bound_units(): count the records each unit keeps
         return {**zero, "count_sum": "(count(*) FILTER (WHERE __keep))::BIGINT"}
@@ -92,8 +94,10 @@ def _count_parts(
         count_big = "0"
     return {
         "count_sum": count_sum,
-        "count_nulls": f"count(*) FILTER ({n} IS NULL)",
-        "count_neg": f"count(*) FILTER ({n} < 0)",
+        "count_nulls": (
+            f"(min(coalesce({n}, -1)) < 0)::BIGINT" if flag else f"count(*) FILTER ({n} IS NULL)"
+        ),
+        "count_neg": "0" if flag else f"count(*) FILTER ({n} < 0)",
         "count_frac": "0" if count_is_integer else f"count(*) FILTER ({not_whole(count)})",
         "count_big": count_big,
     }
@@ -180,10 +184,7 @@ def coded_leaf_counts(
         chain_hash = _chain_hash(spec, check, as_varchar)
         code_cols.append(f"{chain_hash} AS __h")
         keys.append(chain_hash)
-    parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
-    if count is not None and not bounded:  # one flag per cell instead of two counts of rows
-        parts["count_nulls"] = f"(min(coalesce({ident(count)}, -1)) < 0)::BIGINT"
-        parts["count_neg"] = "0"
+    parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide, flag=True)
     return render(
         "leaf_counts.coded",
         leaf=ident(names.leaf),
