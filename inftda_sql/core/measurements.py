@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import I64
+from .sorting import lex_order
 from .spec import TreeSpec
 from .tree import ChainTree
 
@@ -65,10 +66,15 @@ class Collector:
         for level in sorted({p[0] for p in parts}):
             mine = [p for p in parts if p[0] == level]
             codes = [np.concatenate([p[2][c] for p in mine]) for c in range(k)]
-            order = np.lexsort(tuple(reversed(codes)))
-            codes = [c[order] for c in codes]
-            n = int(order.size)
             depths = spec.levels[level]
+            sizes = [chains[c].sizes[depths[c]] for c in range(k)]
+            order = lex_order(codes, sizes)  # None: in cell order already
+
+            def in_order(values: I64, order: I64 | None = order) -> I64:
+                return values if order is None else values[order]
+
+            codes = [in_order(c) for c in codes]
+            n = int(codes[0].size)
             for c, chain in enumerate(spec.chains):
                 leaf = _first_leaf(chains[c], depths[c], codes[c])
                 for d, col in enumerate(chain):
@@ -78,9 +84,9 @@ class Collector:
                         columns[col].append(pa.nulls(n, paths[c].schema.field(col).type))
             level_col.append(np.full(n, level, dtype=np.int32))
             name_col += [spec.level_name(level)] * n
-            noisy.append(np.concatenate([p[3] for p in mine])[order])
+            noisy.append(in_order(np.concatenate([p[3] for p in mine])))
             sigma.append(np.full(n, mine[0][1]))
-            parent.append(np.concatenate([p[4] for p in mine])[order])
+            parent.append(in_order(np.concatenate([p[4] for p in mine])))
         if not level_col:
             empty = {
                 col: pa.array([], type=p.schema.field(col).type)
