@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable
@@ -308,17 +309,22 @@ def test_count_exact_resolves_ties_on_low_words() -> None:
     assert got.tolist() == _reference_counts(t, u_list)
 
 
-@pytest.mark.parametrize("sigma", [0.5, 3.7, 100.0])
-def test_draw_table_matches_reference_at_bucket_edges(sigma: float) -> None:
-    """32-bit prefixes at, next to and between boundaries, bucket edges and extremes."""
+@pytest.mark.parametrize("direct", [True, False], ids=["direct guide", "guide only"])
+@pytest.mark.parametrize("sigma", [0.5, 3.7, 100.0, 3000.0])
+def test_draw_table_matches_reference_at_bucket_edges(sigma: float, direct: bool) -> None:
+    """32-bit prefixes at, next to and between boundaries, the edges of both guides' buckets
+    and extremes; through the direct guide (where the table has one) and the guide alone."""
     tab = _tables._table(sigma)
+    assert (tab.direct is not None) == (sigma <= 100)  # 3000: too many buckets hold a boundary
+    if not direct:
+        tab = dataclasses.replace(tab, direct=None)
     t = _boundaries(tab)
     top = sorted({b >> 96 for b in t})
-    g_shift = tab.shift
     v = {0, M32, 1, M32 - 1}
     for x in top:
         v.update({x, max(x - 1, 0), min(x + 1, M32)})
-        v.update({(x >> g_shift) << g_shift, ((x >> g_shift) << g_shift) | ((1 << g_shift) - 1)})
+        for shift in (tab.shift, 32 - _tables._DIRECT_BITS):
+            v.update({(x >> shift) << shift, ((x >> shift) << shift) | ((1 << shift) - 1)})
     rng = np.random.default_rng(1)
     v.update(rng.integers(0, 1 << 32, size=2000).tolist())
     vs = np.array(sorted(v), dtype=np.uint32)

@@ -37,6 +37,8 @@ _FRAC_BITS = 256  # fixed-point precision of the table computation (u = 2^-256)
 _DECIMAL_DIGITS = 100  # decimal precision of q = exp(-1/(2 sigma^2)) (error 1e-99 << 2^-256)
 _GUIDE_BITS_MAX = 22  # guide tables of at most 2^22 uint32 entries (16 MiB)
 _WIDE = np.uint32(1 << 31)  # guide flag: the bucket holds two or more boundaries
+_DIRECT_BITS = 16  # the direct guide: one int64 per bucket of the top 16 bits of V (512 KiB)
+_DIRECT_SHARE = 1 / 8  # built when at most this share of its buckets holds a boundary
 _CHUNK = 1 << 18  # draws per vectorised chunk (work arrays stay cache-sized)
 _CACHE_MAX_BYTES = 256 << 20  # tables kept for reuse, least recently used evicted first
 _M64 = (1 << 64) - 1
@@ -56,10 +58,15 @@ class _Table:
     top: npt.NDArray[np.uint32]  # top 32 bits of each boundary (hi >> 32)
     guide: npt.NDArray[np.uint32]  # per bucket: WIDE flag | count below << shift | bits
     shift: int  # 32 - g: bucket of a 32-bit prefix v is v >> shift
+    # per bucket of the top _DIRECT_BITS bits of v: the draw (count below - k) when the bucket
+    # holds no boundary, k + 1 when it holds one or more (the guide decides); None where too
+    # many buckets hold one for it to pay (large tables)
+    direct: npt.NDArray[np.int64] | None
 
     @property
     def nbytes(self) -> int:
-        return self.hi.nbytes + self.lo.nbytes + self.top.nbytes + self.guide.nbytes
+        arrays = (self.hi, self.lo, self.top, self.guide, self.direct)
+        return sum(a.nbytes for a in arrays if a is not None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,9 +237,31 @@ def _table_from_boundaries(
     bits[single] = top[below[single]] & mask
     guide = (below.astype(np.uint32) << np.uint32(shift)) | bits
     guide[counts >= 2] |= _WIDE
-    for arr in (hi, lo, top, guide):
-        arr.flags.writeable = False
-    return _Table(sigma=param, k=k_max, hi=hi, lo=lo, top=top, guide=guide, shift=shift)
+    direct = _direct_guide(top, k_max)
+    for arr in (hi, lo, top, guide, direct):
+        if arr is not None:
+            arr.flags.writeable = False
+    return _Table(
+        sigma=param, k=k_max, hi=hi, lo=lo, top=top, guide=guide, shift=shift, direct=direct
+    )
+
+
+def _direct_guide(top: npt.NDArray[np.uint32], k: int) -> npt.NDArray[np.int64] | None:
+    """The direct guide of a table whose boundaries' top 32 bits are ``top`` (see
+    :class:`_Table`), or None when more than ``_DIRECT_SHARE`` of its buckets hold a boundary:
+    a draw in such a bucket is looked up again in the guide, which would then cost more than
+    the direct look-up saves."""
+    bucket = (top >> np.uint32(32 - _DIRECT_BITS)).astype(np.intp)
+    counts = np.bincount(bucket, minlength=1 << _DIRECT_BITS)
+    holding = counts > 0
+    if int(holding.sum()) > _DIRECT_SHARE * holding.size:
+        return None
+    direct = np.empty(1 << _DIRECT_BITS, dtype=np.int64)
+    direct[0] = -k
+    np.cumsum(counts[:-1], out=direct[1:])
+    direct[1:] -= k
+    direct[holding] = k + 1
+    return direct
 
 
 _cache: OrderedDict[float, _Table] = OrderedDict()
@@ -314,10 +343,37 @@ def _draw_table(tab: _Table, out: npt.NDArray[np.int64], source: RandomSource) -
 def _fill_chunk(tab: _Table, o: npt.NDArray[np.int64], source: RandomSource, work: _Work) -> None:
     """Fill ``o`` (at most the size of ``work``) with draws from the table."""
     m = o.size
+    v = _words(source, (m + 1) // 2).view(np.uint32)[:m]  # top 32 bits of each U
+    if tab.direct is None:
+        _look_up(tab, v, o, source, work)
+        return
+    # a bucket of the top bits of v without a boundary decides the draw in one gather; the
+    # few draws in buckets holding one are looked up in the guide, in order (so a tie draws
+    # its 96 more bits just as it would there)
+    ix, flag = work.idx[:m], work.flag[:m]
+    np.right_shift(v, np.uint32(32 - _DIRECT_BITS), out=ix, casting="unsafe")
+    np.take(tab.direct, ix, out=o, mode="clip")
+    np.greater(o, tab.k, out=flag)
+    sel = np.flatnonzero(flag)
+    if sel.size:
+        finer = np.empty(sel.size, dtype=np.int64)
+        _look_up(tab, v[sel], finer, source, work)
+        o[sel] = finer
+
+
+def _look_up(
+    tab: _Table,
+    v: npt.NDArray[np.uint32],
+    o: npt.NDArray[np.int64],
+    source: RandomSource,
+    work: _Work,
+) -> None:
+    """Write into ``o`` the draws whose top 32 bits are ``v`` (at most the size of ``work``),
+    by the guide; a tie with a boundary's top bits draws 96 more bits from ``source``."""
+    m = o.size
     shift = np.uint32(tab.shift)
     mask = np.uint32((1 << tab.shift) - 1)
     k = np.int64(tab.k)
-    v = _words(source, (m + 1) // 2).view(np.uint32)[:m]  # top 32 bits of each U
     ix, ce, aa, bb = work.idx[:m], work.cell[:m], work.a[:m], work.b[:m]
     bl, ch, fl = work.below[:m], work.check[:m], work.flag[:m]
     np.right_shift(v, shift, out=ix, casting="unsafe")
