@@ -15,13 +15,16 @@ before and after. OpenDP's ``make_gaussian`` over an integer vector (``M`` draws
 rate extrapolated) and the exact CKS rejection loop (what served every sigma above
 ``SIGMA_TABLE_MAX`` before the convolution method; still used above ``SIGMA_CONV_MAX``) are
 timed alongside. A third table forces both Gaussian methods at sigma 1e4, SIGMA_TABLE_MAX and
-1e5 (one table is allowed by its proof up to 104,857), and a last one repeats the first for the
-discrete Laplace. The output is Markdown.
+1e5 (one table is allowed by its proof up to 104,857), a fourth times the table method with
+and without its direct guide (forced at every sigma, to show where the threshold
+``tables._DIRECT_SHARE`` lies), and a last one repeats the first for the discrete Laplace. The
+output is Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import platform
@@ -55,6 +58,7 @@ SIGMAS = (1.0, 10.0, 100.0, 1e3, 1e4, SIGMA_TABLE_MAX, 1e5, 1.05e5, 2e5, 1e6, 1e
 SCALES = (10.0, 1e3, LAPLACE_TABLE_MAX, 1e5, 1e6, 1e7)
 REFERENCE = 10.0  # the ratio column divides by this scale's rate in the same round
 SWITCH_SIGMAS = (1e4, SIGMA_TABLE_MAX, 1e5)  # both Gaussian methods forced, side by side
+DIRECT_SIGMAS = (1.0, 10.0, 18.7, 100.0, 400.0, 1000.0, 1400.0, 3000.0, 1e4)  # direct guide
 
 
 def _load() -> str:
@@ -174,6 +178,40 @@ def _switch(n: int, rounds: int) -> None:
         )
 
 
+def _direct(n: int, rounds: int) -> None:
+    """The table method with its direct guide (forced at every sigma) and without it."""
+    out = np.empty(n, dtype=np.int64)
+    src = CSPRNGSource()
+    cases: dict[tuple[float, bool], Callable[[], None]] = {}
+    shares: dict[float, float] = {}
+    for sigma in DIRECT_SIGMAS:
+        tab = _tables._table(sigma)
+        direct = _tables._direct_guide(tab.top, tab.k, share=1.0)
+        assert direct is not None
+        shares[sigma] = float((direct > tab.k).mean())
+        with_direct = dataclasses.replace(tab, direct=direct)
+        cases[(sigma, True)] = partial(_tables._draw_table, with_direct, out, src)
+        cases[(sigma, False)] = partial(
+            _tables._draw_table, dataclasses.replace(tab, direct=None), out, src
+        )
+    times: dict[tuple[float, bool], list[float]] = {c: [] for c in cases}
+    for _ in range(rounds):
+        for c, fn in cases.items():
+            times[c].append(_seconds(fn))
+    print(
+        "| sigma | buckets holding a boundary | built | direct + guide, median (M/s) "
+        "| guide alone, median (M/s) | ratio of medians |"
+    )
+    print("|---:|---:|---|---:|---:|---:|")
+    for sigma in DIRECT_SIGMAS:
+        on, off = statistics.median(times[(sigma, True)]), statistics.median(times[(sigma, False)])
+        built = "yes" if shares[sigma] <= _tables._DIRECT_SHARE else "no"
+        print(
+            f"| {sigma:g} | {100 * shares[sigma]:.2f}% | {built} | {n / on / 1e6:.1f} "
+            f"| {n / off / 1e6:.1f} | {off / on:.2f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=10_000_000, help="draws per call (ours)")
@@ -220,6 +258,9 @@ def main() -> None:
 
     print("\n### Both methods around SIGMA_TABLE_MAX\n")
     _switch(n, rounds)
+
+    print(f"\n### The direct guide (built to {_tables._DIRECT_SHARE:.2%} of buckets holding one)\n")
+    _direct(n, rounds)
 
     print("\n### Discrete Laplace\n")
     _run("laplace", SCALES, n, rounds, m)

@@ -38,7 +38,7 @@ _DECIMAL_DIGITS = 100  # decimal precision of q = exp(-1/(2 sigma^2)) (error 1e-
 _GUIDE_BITS_MAX = 22  # guide tables of at most 2^22 uint32 entries (16 MiB)
 _WIDE = np.uint32(1 << 31)  # guide flag: the bucket holds two or more boundaries
 _DIRECT_BITS = 16  # the direct guide: one int64 per bucket of the top 16 bits of V (512 KiB)
-_DIRECT_SHARE = 1 / 8  # built when at most this share of its buckets holds a boundary
+_DIRECT_SHARE = 1 / 16  # built when at most this share of its buckets holds a boundary
 _CHUNK = 1 << 18  # draws per vectorised chunk (work arrays stay cache-sized)
 _CACHE_MAX_BYTES = 256 << 20  # tables kept for reuse, least recently used evicted first
 _M64 = (1 << 64) - 1
@@ -246,15 +246,17 @@ def _table_from_boundaries(
     )
 
 
-def _direct_guide(top: npt.NDArray[np.uint32], k: int) -> npt.NDArray[np.int64] | None:
+def _direct_guide(
+    top: npt.NDArray[np.uint32], k: int, share: float = _DIRECT_SHARE
+) -> npt.NDArray[np.int64] | None:
     """The direct guide of a table whose boundaries' top 32 bits are ``top`` (see
-    :class:`_Table`), or None when more than ``_DIRECT_SHARE`` of its buckets hold a boundary:
-    a draw in such a bucket is looked up again in the guide, which would then cost more than
-    the direct look-up saves."""
+    :class:`_Table`), or None when more than ``share`` of its buckets hold a boundary: a
+    draw in such a bucket is looked up again in the guide, which would then cost more than
+    the direct look-up saves (``benchmarks/bench_sampler.py`` times both)."""
     bucket = (top >> np.uint32(32 - _DIRECT_BITS)).astype(np.intp)
     counts = np.bincount(bucket, minlength=1 << _DIRECT_BITS)
     holding = counts > 0
-    if int(holding.sum()) > _DIRECT_SHARE * holding.size:
+    if int(holding.sum()) > share * holding.size:
         return None
     direct = np.empty(1 << _DIRECT_BITS, dtype=np.int64)
     direct[0] = -k
