@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -51,6 +52,10 @@ __all__ = [
 # random stream: ~1M keeps the working set of a chunk near 50 MB and gives the thread pool
 # enough chunks to balance. Changing it changes which stream a child's noise comes from.
 CHUNK_CHILDREN = 1 << 20
+# Children per part of a block run end to end after the block's noise is drawn (true counts,
+# optimizer, survivors): ~2 MB arrays, near a core's L2, so a block's temporaries are not
+# streamed through memory (benchmarks/RESULTS.md, "Ninth pass"). Parts change nothing drawn.
+PART_CHILDREN = 1 << 18
 
 Optimizer = Callable[[I64, I64, I64], I64]
 """``(y, targets, offsets) -> x``: the per-level post-processing (IntOpt for InfTDA)."""
@@ -195,41 +200,70 @@ class LevelJob:
         Returns the codes (per chain) and values of the surviving children, and how many
         children were noised. An only child needs no noise: it is its parent's released value
         whatever it is measured as, so none is drawn for it and its true count is not used.
+        The block's noise is drawn in one call (its stream's order); the rest runs over parts
+        of whole parents of about ``PART_CHILDREN`` children, whose arrays stay in a core's
+        cache (:meth:`_part`): the parts' results are the block's, parent by parent.
         """
         a, b = chunk
         counts = self.child_counts[a:b]
-        starts = self.child_starts[a:b]
         total = int(counts.sum())
         seg = np.zeros(counts.size, dtype=np.int64)
         np.cumsum(counts[:-1], out=seg[1:])
+        lone = np.flatnonzero(counts == 1)  # parents with an only child
+        if lone.size == counts.size:  # every child is its parent: no true count, no noise
+            return *self._survivors(self.values[a:b].copy(), seg, a, b), 0
+        holes = seg[lone]  # the only children's places: no noise drawn for them
+        noised = total - int(lone.size)
+        noise = None
+        if self.sigma > 0:
+            noise = draw_discrete_gaussian(self.sigma, noised, source=source)
+        cuts = np.unique(np.searchsorted(seg, np.arange(0, total, PART_CHILDREN)))
+        bounds = itertools.pairwise([*cuts[cuts < counts.size].tolist(), counts.size])
+        parts = [self._part(a, p0, p1, seg, lone, holes, noise) for p0, p1 in bounds]
+        if len(parts) == 1:
+            return [*parts[0][0]], parts[0][1], noised
+        k = len(self.codes)
+        out = [np.concatenate([part[0][j] for part in parts]) for j in range(k)]
+        return out, np.concatenate([part[1] for part in parts]), noised
+
+    def _part(
+        self, a: int, p0: int, p1: int, seg: I64, lone: I64, holes: I64, noise: I64 | None
+    ) -> tuple[list[I64], I64]:
+        """The surviving children (codes per chain, values) of the block's parents ``p0:p1``
+        (``a`` + ``p0:p1`` of the level); ``seg``, ``lone`` and ``holes`` are the block's
+        (first child of every parent, parents with an only child, those children's places),
+        ``noise`` the block's draws for every other child, in order (None without noise)."""
+        lo, hi = a + p0, a + p1
+        counts, starts, values = (
+            self.child_counts[lo:hi],
+            self.child_starts[lo:hi],
+            self.values[lo:hi],
+        )
+        c0 = int(seg[p0])
+        total = int(counts.sum())
+        part_seg = seg[p0:p1] - c0
+        h0, h1 = (int(h) for h in np.searchsorted(holes, [c0, c0 + total]))
+        part_holes = holes[h0:h1] - c0
+        if noise is not None:  # the noise of children c0.. skips the h0 only children before them
+            y = _spread(noise[c0 - h0 : c0 + total - h1], total, part_holes)
+        else:
+            y = np.zeros(total, dtype=np.int64)
         # the refined chain has stride 1: a parent's children are keys first .. first+count-1
         first = starts.copy()
         for j, codes in enumerate(self.codes):
             if j != self.chain:
-                first += codes[a:b] * self.strides[j]
-        lone = np.flatnonzero(counts == 1)  # parents with an only child
-        if lone.size == counts.size:  # every child is its parent: no true count, no noise
-            x: I64 | None = self.values[a:b].copy()
-            noised = 0
-        else:
-            holes = seg[lone]  # the only children's places: no noise drawn for them
-            noised = total - int(lone.size)
-            if self.sigma > 0:
-                noise = draw_discrete_gaussian(self.sigma, noised, source=source)
-                y = _spread(noise, total, holes)  # in place of zeros plus a pass adding noise
-                del noise
-            else:
-                y = np.zeros(total, dtype=np.int64)
-            _add_true_counts(y, self.keys_true, self.counts_true, first, counts, seg)
-            if self.measure is not None and noised:
-                self._measure(y, holes, starts, seg, a, b)
-            # an only child is its parent: its true count is not used
-            y[holes] = self.values[a:b][lone]
-            x = None
-            # a SpecError is replaced below, outside any handler: not even chained to its message
-            with contextlib.suppress(SpecError):
-                x = self.optimizer(y, self.values[a:b], seg)
-            del y
+                first += codes[lo:hi] * self.strides[j]
+        _add_true_counts(y, self.keys_true, self.counts_true, first, counts, part_seg)
+        if self.measure is not None and y.size > part_holes.size:
+            self._measure(y, part_holes, starts, part_seg, lo, hi)
+        # an only child is its parent: its true count is not used
+        l0, l1 = (int(i) for i in np.searchsorted(lone, [p0, p1]))
+        y[part_holes] = values[lone[l0:l1] - p0]
+        x: I64 | None = None
+        # a SpecError is replaced below, outside any handler: not even chained to its message
+        with contextlib.suppress(SpecError):
+            x = self.optimizer(y, values, part_seg)
+        del y
         if x is None:
             # IntOpt names the offending values, and they include true counts (the root total
             # of bounded DP is exact): say what is wrong without them
@@ -238,17 +272,23 @@ class LevelJob:
                 "beyond +-2**60, or a parent whose children's sums could reach 2**63); count in "
                 "larger units (e.g. thousands) or split the input"
             )
+        return self._survivors(x, part_seg, lo, hi)
+
+    def _survivors(self, x: I64, seg: I64, lo: int, hi: int) -> tuple[list[I64], I64]:
+        """The children above zero of parents ``lo:hi`` of the level, whose released values are
+        ``x`` (parent ``p``'s children from ``seg[p]``): their codes per chain and values."""
         kept = np.flatnonzero(x > 0)
         parent = np.searchsorted(seg, kept, side="right") - 1
+        starts = self.child_starts[lo:hi]
         out = [
-            starts[parent] + (kept - seg[parent]) if j == self.chain else codes[a:b][parent]
+            starts[parent] + (kept - seg[parent]) if j == self.chain else codes[lo:hi][parent]
             for j, codes in enumerate(self.codes)
         ]
-        return out, x[kept], noised
+        return out, x[kept]
 
     def _measure(self, y: I64, holes: I64, starts: I64, seg: I64, a: int, b: int) -> None:
-        """Hand the noisy children (the only children, at ``holes``, are not measured) to
-        ``measure``."""
+        """Hand the noisy children of parents ``a:b`` of the level (the only children, at
+        ``holes``, are not measured) to ``measure``."""
         assert self.measure is not None
         if holes.size == 0:
             pos = np.arange(y.size, dtype=np.int64)

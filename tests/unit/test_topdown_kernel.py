@@ -7,6 +7,8 @@ the whole kernel against a plain restatement of it, on random inputs under a see
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import numpy.typing as npt
 from hypothesis import given, settings
@@ -71,7 +73,9 @@ def test_add_true_counts_equals_a_dense_lookup(seed: int, parents: int, density:
 
 
 def _plain_run(job: _topdown.LevelJob, seed: int) -> tuple[list[I64], I64, int, list[I64]]:
-    """The kernel restated plainly: zeros, true counts by key, a child mask for the noise."""
+    """The kernel restated plainly: zeros, true counts by key, a child mask for the noise.
+    What the measure sees is returned as [noisy values, refined codes, other codes, parents]
+    (empty when nothing is noised)."""
     counts, starts, values = job.child_counts, job.child_starts, job.values
     total = int(counts.sum())
     seg = np.cumsum(counts) - counts
@@ -83,7 +87,9 @@ def _plain_run(job: _topdown.LevelJob, seed: int) -> tuple[list[I64], I64, int, 
     noised = int(many.sum())
     if job.sigma > 0 and noised:
         y[many] += draw_discrete_gaussian(job.sigma, noised, source=SeededSource(seed))
-    measured = [y[many].copy()] if noised else []
+    child = starts[parent] + (np.arange(total) - seg[parent])
+    measured = [y[many].copy(), child[many], job.codes[1][parent[many]], values[parent[many]]]
+    measured = measured if noised else []
     y[~many] = values[parent[~many]]
     x = y if noised == 0 else intopt(y, values, seg)
     kept = np.flatnonzero(x > 0)
@@ -95,9 +101,15 @@ def _plain_run(job: _topdown.LevelJob, seed: int) -> tuple[list[I64], I64, int, 
     st.integers(0, 2**32 - 1),
     st.sampled_from([0.0, 0.5, 1.0]),
     st.sampled_from([0.0, 3.0]),
+    st.sampled_from([None, 1, 2, 7]),
 )
-@settings(max_examples=100, deadline=None)
-def test_level_job_equals_the_plain_kernel(seed: int, lone_share: float, sigma: float) -> None:
+@settings(max_examples=150, deadline=None)
+def test_level_job_equals_the_plain_kernel(
+    seed: int, lone_share: float, sigma: float, part: int | None
+) -> None:
+    """A block (any run of the level's parents) noised and optimised by the kernel, in parts
+    of ``part`` children (None: the default, one part here), equals the plain kernel over the
+    same parents: values, codes, how many were noised and what the measure saw."""
     rng = np.random.default_rng(seed)
     parents = int(rng.integers(1, 30))
     counts = np.where(rng.random(parents) < lone_share, 1, rng.integers(1, 7, parents))
@@ -113,7 +125,9 @@ def test_level_job_equals_the_plain_kernel(seed: int, lone_share: float, sigma: 
     ).astype(np.int64)
     true = rng.integers(1, 20, keys.size)
     values = rng.integers(0, 40, parents)
-    seen: list[I64] = []
+    a = int(rng.integers(0, parents))
+    b = int(rng.integers(a + 1, parents + 1))
+    seen: list[list[I64]] = []
     job = _topdown.LevelJob(
         0,
         [np.zeros(parents, np.int64), other],
@@ -125,12 +139,27 @@ def test_level_job_equals_the_plain_kernel(seed: int, lone_share: float, sigma: 
         true,
         sigma,
         lambda y, t, o: intopt(y, t, o),
-        lambda codes, y, p: seen.append(y),
+        lambda codes, y, p: seen.append([y, codes[0], codes[1], p]),
     )
-    codes, x, noised = job.run((0, parents), SeededSource(seed))
-    want_codes, want_x, want_noised, want_seen = _plain_run(job, seed)
+    default = _topdown.PART_CHILDREN
+    try:
+        _topdown.PART_CHILDREN = part or default
+        codes, x, noised = job.run((a, b), SeededSource(seed))
+    finally:
+        _topdown.PART_CHILDREN = default
+    block = dataclasses.replace(
+        job,
+        codes=[code[a:b] for code in job.codes],
+        values=values[a:b],
+        child_starts=starts[a:b],
+        child_counts=counts[a:b],
+    )
+    want_codes, want_x, want_noised, want_seen = _plain_run(block, seed)
     assert noised == want_noised
     assert np.array_equal(x, want_x)
-    assert all(np.array_equal(a, b) for a, b in zip(codes, want_codes, strict=True))
-    assert len(seen) == len(want_seen)
-    assert all(np.array_equal(a, b) for a, b in zip(seen, want_seen, strict=True))
+    assert all(np.array_equal(u, v) for u, v in zip(codes, want_codes, strict=True))
+    assert bool(seen) == bool(want_seen)
+    if seen:  # values, codes and parents seen, in order, as one call over the block would
+        got = [np.concatenate([call[i] for call in seen]) for i in range(4)]
+        assert all(np.array_equal(u, v) for u, v in zip(got, want_seen, strict=True))
+    assert (len(seen) > 1) <= (part is not None)  # several measure calls come from parts
