@@ -21,6 +21,9 @@ stages of the median release, the process's peak RSS during the releases, and th
 geography table gives the ancestors; nothing to check). ``--input wide`` releases the table with
 every hierarchy column, whose ancestors each release checks against the domain as
 ``--check`` says (``full``, the default of ``release()``; ``cached``: once per input version).
+``--threads N`` runs DuckDB (``SET threads``) and TopDown's pool on ``N`` threads, the ``GROUP
+BY`` too: ``--threads 1`` shows what a release costs against the scan on one core, apart from
+how each scales on this machine's cores.
 
 ``reference`` alternates two fresh processes per round: ours (build the 2M-leaf domain and the
 input in an in-memory DuckDB, then time the first release: *cold*; the library is imported
@@ -168,7 +171,24 @@ LEAVES = {
 }
 
 
-def _child(case: str, rounds: int, check: str, star: bool = True) -> dict[str, Any]:
+def _one_pool(threads: int) -> None:
+    """Every TopDown pass of this process on ``threads`` threads (the library's default is 2):
+    with DuckDB's ``SET threads`` alike, the release and the ``GROUP BY`` on as many cores."""
+    from inftda_sql.mechanisms import base
+
+    namespace = vars(base)  # where MechanismContext.topdown finds the pass
+    topdown = namespace["topdown"]
+
+    def fixed(*args: Any, **kwargs: Any) -> Any:
+        kwargs["threads"] = threads
+        return topdown(*args, **kwargs)
+
+    namespace["topdown"] = fixed
+
+
+def _child(
+    case: str, rounds: int, check: str, star: bool = True, threads: int | None = None
+) -> dict[str, Any]:
     import duckdb
 
     import inftda_sql
@@ -176,6 +196,9 @@ def _child(case: str, rounds: int, check: str, star: bool = True) -> dict[str, A
     if case.startswith("uk") and not UK_DATA.exists():
         return {"case": case, "skipped": f"{UK_DATA} not found"}
     con = duckdb.connect(str(_uk_file()) if case == "uk-file" else ":memory:")
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+        _one_pool(threads)
     kw, group_by = _setup(case, con)
     kw.update(epsilon=1.0, delta=1e-8, output="trips_private", overwrite=True)
     kw["check_ancestors"] = check
@@ -211,6 +234,7 @@ def _child(case: str, rounds: int, check: str, star: bool = True) -> dict[str, A
         "check_ancestors": check if not star else "nothing to check",
         "input_rows": rows,
         "rounds": rounds,
+        "threads": threads or "default (DuckDB: all cores; TopDown: 2)",
         "group_by_min_s": min(t_gb),
         "group_by_median_s": statistics.median(t_gb),
         "release_min_s": min(t_rel),
@@ -455,6 +479,8 @@ def main() -> None:
                    help="leaf columns only, or every hierarchy column")  # fmt: skip
     p.add_argument("--check", choices=["full", "cached", "off"], default="full",
                    help="check_ancestors of the releases of a wide input")  # fmt: skip
+    p.add_argument("--threads", type=int, default=None,
+                   help="DuckDB's threads and TopDown's pool (default: as shipped)")  # fmt: skip
     p.add_argument("--ref-sizes", default="100,100,200", help="reference fan-outs (2M leaves)")
     p.add_argument(
         "--ref-wide",
@@ -477,7 +503,8 @@ def main() -> None:
         print(json.dumps(_ours_cold(sizes, args.warm, args.ref_wide)))  # type: ignore[arg-type]
         return
     if args.child:
-        print(json.dumps(_child(args.case, args.rounds, args.check, args.input == "star")))
+        star = args.input == "star"
+        print(json.dumps(_child(args.case, args.rounds, args.check, star, args.threads)))
         return
     for case in [*CASES, "dropin"] if args.case == "all" else [args.case]:
         if case == "dropin":
@@ -490,7 +517,8 @@ def main() -> None:
                 _uk_file()  # built in this process, measured in a fresh one
             out = subprocess.run(
                 [sys.executable, __file__, case, "--child", "--rounds", str(args.rounds),
-                 "--check", args.check, "--input", args.input],
+                 "--check", args.check, "--input", args.input,
+                 *(["--threads", str(args.threads)] if args.threads else [])],
                 capture_output=True, text=True, check=False,
                 env={**os.environ, "PYTHONPATH": str(HERE.parent)},
             )  # fmt: skip
