@@ -310,12 +310,25 @@ def test_count_exact_resolves_ties_on_low_words() -> None:
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["direct guide", "guide only"])
-@pytest.mark.parametrize("sigma", [0.5, 3.7, 100.0, 3000.0])
-def test_draw_table_matches_reference_at_bucket_edges(sigma: float, direct: bool) -> None:
+@pytest.mark.parametrize(
+    ("law", "sigma"),
+    [
+        ("gauss", 0.5),
+        ("gauss", 3.7),
+        ("gauss", 100.0),
+        ("gauss", 3000.0),
+        ("laplace", 7.25),
+        ("laplace", 60.0),
+        ("laplace", 2000.0),
+    ],
+)
+def test_draw_table_matches_reference_at_bucket_edges(law: str, sigma: float, direct: bool) -> None:
     """32-bit prefixes at, next to and between boundaries, the edges of both guides' buckets
-    and extremes; through the direct guide (where the table has one) and the guide alone."""
-    tab = _tables._table(sigma)
-    assert (tab.direct is not None) == (sigma <= 100)  # 3000: too many buckets hold a boundary
+    and extremes; through the direct guide (where the table has one) and the guide alone;
+    discrete Gaussian and discrete Laplace tables (``sigma``: the Laplace scale)."""
+    tab = _tables._table(sigma) if law == "gauss" else _tables._laplace_table(sigma)
+    # the largest of each: too many of its buckets hold a boundary for a direct guide
+    assert (tab.direct is not None) == (sigma <= 100)
     if not direct:
         tab = dataclasses.replace(tab, direct=None)
     t = _boundaries(tab)
