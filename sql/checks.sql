@@ -2,12 +2,11 @@
 -- the data owner's error messages only (never into a released table).
 
 -- name: leaf_stats
--- the count column's rows that are NULL, negative, not whole numbers or beyond int64, the leaf
--- cells whose sum exceeds the limit (from the per-cell aggregates of sql/leaf_counts.sql), then
--- per leaf column its NULL rows (none for a table grouped by leaf codes); numbers of rows and
--- cells only, never a count
-SELECT coalesce(sum(__nulls), 0), coalesce(sum(__neg), 0), coalesce(sum(__frac), 0),
-       coalesce(sum(__big), 0), count(*) FILTER (__n > $limit)$null_counts
+-- the count column's rows that are NULL, negative, not whole numbers or beyond int64 (from the
+-- per-cell aggregates of sql/leaf_counts.sql; zeros where the scan counted records), the leaf
+-- cells whose sum exceeds the limit, then per leaf column its NULL rows (none for a table
+-- grouped by leaf codes); numbers of rows and cells only, never a count
+SELECT $count_checks, count(*) FILTER (__n > $limit)$null_counts
 FROM $leaf
 
 -- name: nan_leaves

@@ -4,16 +4,12 @@
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE $leaf AS
 SELECT $leaf_cols$path,
-       $count_sum AS __n,
-       $count_nulls AS __nulls,
-       $count_neg AS __neg,
-       $count_frac AS __frac,
-       $count_big AS __big
+       $count_sum AS __n$count_checks
 FROM $input
 GROUP BY $leaf_cols$path_key
 
@@ -32,11 +28,7 @@ GROUP BY $leaf_cols$path_key
 -- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE $leaf AS
 SELECT $code_cols,
-       $count_sum AS __n,
-       $count_nulls AS __nulls,
-       $count_neg AS __neg,
-       $count_frac AS __frac,
-       $count_big AS __big
+       $count_sum AS __n$count_checks
 FROM $input AS __i
 $joins
 GROUP BY $code_keys

@@ -13,11 +13,7 @@
 -- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips" AS __i
 LEFT JOIN (SELECT "o_mun" AS __k, __d2 AS "__leaf0" FROM "__inftda_g_codes_0") AS c0 ON c0.__k = __i."o_mun"
 LEFT JOIN (SELECT "d_mun" AS __k, __d2 AS "__leaf1" FROM "__inftda_g_codes_1") AS c1 ON c1.__k = __i."d_mun"
@@ -113,11 +109,7 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1",
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips" AS __i
 LEFT JOIN (SELECT "o_mun" AS __k, __d2 AS "__leaf0" FROM "cached_o") AS c0 ON c0.__k = __i."o_mun"
 LEFT JOIN (SELECT "d_mun" AS __k, __d2 AS "__leaf1" FROM "cached_d") AS c1 ON c1.__k = __i."d_mun"
@@ -138,11 +130,7 @@ GROUP BY c0."__leaf0", c1."__leaf1";
 -- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1", xor(hash("o_reg"), hash("d_reg")) AS __h,
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips" AS __i
 LEFT JOIN (SELECT "o_mun" AS __k, __d2 AS "__leaf0" FROM "__inftda_g_codes_0") AS c0 ON c0.__k = __i."o_mun"
 LEFT JOIN (SELECT "d_mun" AS __k, __d2 AS "__leaf1" FROM "__inftda_g_codes_1") AS c1 ON c1.__k = __i."d_mun"
@@ -163,11 +151,7 @@ GROUP BY c0."__leaf0", c1."__leaf1", xor(hash("o_reg"), hash("d_reg"));
 -- (leaf_codes.ancestor_hashes), xor-ed alike.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT c0."__leaf0", c1."__leaf1", xor(hash(CAST("o_reg" AS VARCHAR)), hash("d_reg")) AS __h,
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips" AS __i
 LEFT JOIN (SELECT "o_mun" AS __k, __d2 AS "__leaf0" FROM "__inftda_g_codes_0") AS c0 ON c0.__k = __i."o_mun"
 LEFT JOIN (SELECT "d_mun" AS __k, __d2 AS "__leaf1" FROM "__inftda_g_codes_1") AS c1 ON c1.__k = __i."d_mun"

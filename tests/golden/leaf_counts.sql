@@ -5,16 +5,12 @@
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips"
 GROUP BY "o_mun", "d_mun";
 
@@ -25,17 +21,13 @@ GROUP BY "o_mun", "d_mun";
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        hash("o_reg", "d_reg") AS __h,
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips"
 GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 
@@ -46,9 +38,9 @@ GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        hash("o_reg", "d_reg") AS __h,
@@ -67,9 +59,9 @@ GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        hash("o_reg", "d_reg") AS __h,
@@ -88,9 +80,9 @@ GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        hash("o_reg", "d_reg") AS __h,
@@ -109,17 +101,13 @@ GROUP BY "o_mun", "d_mun", hash("o_reg", "d_reg");
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        hash(CAST("o_reg" AS VARCHAR), "d_reg") AS __h,
-       count(*)::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       count(*)::BIGINT AS __n
 FROM "trips_enum"
 GROUP BY "o_mun", "d_mun", hash(CAST("o_reg" AS VARCHAR), "d_reg");
 
@@ -130,17 +118,13 @@ GROUP BY "o_mun", "d_mun", hash(CAST("o_reg" AS VARCHAR), "d_reg");
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_g_leaf" AS
 SELECT "o_mun", "d_mun",
        hash("o_reg", "d_reg") AS __h,
-       (count(*) FILTER (WHERE __keep))::BIGINT AS __n,
-       0 AS __nulls,
-       0 AS __neg,
-       0 AS __frac,
-       0 AS __big
+       (count(*) FILTER (WHERE __keep))::BIGINT AS __n
 FROM (-- Contribution bounding, before anything is counted: every privacy unit keeps at most 1 of its
 -- records, chosen uniformly at random. Within a unit that has more than 1, records are ranked
 -- by a keyed SHA-256 of (unit, record rank) under a secret 256-bit salt drawn from the release's

@@ -20,9 +20,9 @@ ORDER BY ALL;
 -- whose rows all carry the same ancestors stays one group, and the next step compares its hash
 -- with the domain's; a cell whose rows disagree splits into several groups, one of which, at
 -- least, differs from the domain's. A key costs DuckDB's hash table less than aggregates of the
--- hash would (min and max per cell). The count checks keep how many rows are wrong per cell
--- (NULL, negative, not whole, beyond int64), never a value: their messages name the number of
--- rows, not a private count.
+-- hash would (min and max per cell). With a count column, the count checks keep how many rows
+-- are wrong per cell (NULL, negative, not whole, beyond int64), never a value: their messages
+-- name the number of rows, not a private count; records counted one by one have none.
 CREATE TEMP TABLE "__inftda_t_leaf" AS
 SELECT "o_mun", "d_mun",
        hash("o_reg", "d_reg", "d_prov") AS __h,

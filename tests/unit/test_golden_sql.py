@@ -47,6 +47,7 @@ ANCESTORS = ("o_reg", "d_reg")
 NOT_SQL = {
     "TempNames",
     "ancestors",
+    "count_checks",
     "depth_code",
     "feature_set_mask",
     "leaf_code",
@@ -220,7 +221,9 @@ def test_golden_bound_units(world: duckdb.DuckDBPyConnection, golden: Golden) ->
     assert again == _rows(world, f"SELECT * FROM {records} WHERE __keep ORDER BY ALL", salt)
 
 
-LEAF_ROWS = "SELECT o_mun, d_mun, __n, __nulls, __neg, __frac, __big, {} FROM {} ORDER BY 1, 2"
+# the count checks (zeros where the scan counted records and kept none), the path hash check
+LEAF_ROWS = "SELECT o_mun, d_mun, __n, {}, {} FROM {} ORDER BY 1, 2"
+COUNT_CHECKS = "__nulls, __neg, __frac, __big"
 
 
 def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
@@ -257,7 +260,8 @@ def test_golden_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Golden) ->
         _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
         _run(world, sql, {"salt": "ab" * 32} if "$salt" in sql else None)
         hashes = "__h IS NOT NULL" if "__h" in sql else "NULL"
-        results.append(_rows(world, LEAF_ROWS.format(hashes, LEAF)))
+        checks = COUNT_CHECKS if "__nulls" in sql else "0, 0, 0, 0"
+        results.append(_rows(world, LEAF_ROWS.format(checks, hashes, LEAF)))
     unchecked, microdata, counted, fractional, wide, enum, bounded = results
     # o_mun d_mun  n  NULL, negative, not whole, beyond int64 rows  path checks out
     assert microdata == [
@@ -373,7 +377,8 @@ def test_golden_coded_leaf_counts(world: duckdb.DuckDBPyConnection, golden: Gold
     # fetch converts a count: the two cells holding a NULL and a negative count are flagged
     # (the release then scans by values, whose checks count the rows: test_golden_leaf_stats)
     codes = [_compile.leaf_code(c) for c in range(2)]
-    assert _rows(world, _compile.leaf_stats(NAMES, codes, 1)) == [(2, 0, 0, 0, 1, 0, 1)]
+    stats = _compile.leaf_stats(NAMES, codes, 1, counted=True)
+    assert _rows(world, stats) == [(2, 0, 0, 0, 1, 0, 1)]
     assert (0, None, 1) in _rows(world, cells)  # the NULL d_mun: no code
 
 
@@ -441,15 +446,32 @@ def _dirty(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_golden_leaf_stats(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:
-    sql = _compile.leaf_stats(NAMES, SPEC.leaf_columns, 1)
-    golden("leaf_stats.sql", _text(("leaf_stats(NAMES, ('o_mun', 'd_mun'), 1)", sql)))
+    sql = _compile.leaf_stats(NAMES, SPEC.leaf_columns, 1, counted=True)
+    records = _compile.leaf_stats(NAMES, SPEC.leaf_columns, 1, counted=False)
+    golden(
+        "leaf_stats.sql",
+        _text(
+            ("leaf_stats(NAMES, ('o_mun', 'd_mun'), 1, counted=True)", sql),
+            ("leaf_stats(NAMES, ('o_mun', 'd_mun'), 1, counted=False)", records),
+        ),
+    )
     _dirty(world)
     # count rows NULL, negative, not whole, beyond int64; leaf cells whose count exceeds the
     # limit 1 (a1 x1 holds 2); rows with NULL o_mun, NULL d_mun: numbers, never a count
     assert _rows(world, sql) == [(1, 1, 0, 0, 1, 0, 1)]
     # a table grouped by leaf codes has no NULL leaf to count (a cell without a code is
     # scanned again by values): the count checks alone
-    assert _rows(world, _compile.leaf_stats(NAMES, [], 1)) == [(1, 1, 0, 0, 1)]
+    assert _rows(world, _compile.leaf_stats(NAMES, [], 1, counted=True)) == [(1, 1, 0, 0, 1)]
+    # records counted one by one: the scan keeps no count checks (count_checks), so the
+    # table has no such columns and the stats read zeros, the NULL leaves still counted
+    assert not _compile.count_checks(None, bounded=False)
+    assert not _compile.count_checks("n", bounded=True)  # records bounded per unit
+    assert _compile.count_checks("n", bounded=False)
+    _run(world, f'DROP TABLE IF EXISTS "{NAMES.leaf}"')
+    _run(world, _compile.leaf_counts(NAMES, SPEC, '"dirty"', None, True))
+    columns = {r[0] for r in _rows(world, f'DESCRIBE "{NAMES.leaf}"')}
+    assert columns == {"o_mun", "d_mun", "__n"}
+    assert _rows(world, records) == [(0, 0, 0, 0, 1, 0, 1)]  # b1 x2 holds two records
 
 
 def test_golden_nan_leaves(world: duckdb.DuckDBPyConnection, golden: Golden) -> None:

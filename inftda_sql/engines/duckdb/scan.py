@@ -95,6 +95,7 @@ def scan(
     )
     count_col = count and inp.column(count, "count")
     bounded = privacy_unit is not None
+    counted = _compile.count_checks(count_col, bounded=bounded)  # the leaf table's count checks
     cells = None
     if _strings(spec, inp, enums) and not _indexed(spec, leaf_index, enums):
         register_codes()
@@ -102,7 +103,9 @@ def scan(
             names, spec, scan_sql, count_col, count_is_integer, bounded=bounded, wide=wide,
             codes=codes, check=check, as_varchar=enums,
         )  # fmt: skip
-        cells = _scan_by_codes(con, names, spec, inp, coded, params, count_col, check, codes)
+        cells = _scan_by_codes(
+            con, names, spec, inp, coded, params, count_col, check, codes, counted=counted
+        )
     if cells is None:
         leaf_sql = _compile.leaf_counts(
             names,
@@ -117,7 +120,7 @@ def scan(
         )
         run(con, leaf_sql, params)
         if count is not None:  # the counts are checked before anything converts them
-            _validate_input(con, names, spec, count, inp)
+            _validate_input(con, names, spec, count, inp, counted=counted)
         if not check:
             cells = _coded_cells(con, names, spec, leaf_index, enums)
     if cells is None:
@@ -129,7 +132,7 @@ def scan(
         # records counted one by one need no count check, and a NULL or NaN leaf value gets no
         # code: only then is there something to find (NULL and NaN are named before values
         # missing from the domain)
-        _validate_input(con, names, spec, count, inp)
+        _validate_input(con, names, spec, count, inp, counted=counted)
     if any(cells.column(_compile.leaf_code(c)).null_count for c in range(len(spec.chains))):
         register_codes()  # a leaf value the domain lacks: the error's query reads the codes
     leaf_codes = _leaf_codes(con, names, spec, cells, codes)
@@ -186,6 +189,8 @@ def _scan_by_codes(
     count: str | None,
     check: Sequence[str],
     codes: Sequence[str] | None,
+    *,
+    counted: bool,
 ) -> pa.Table | None:
     """The scan grouped by the leaf codes (``coded``: :func:`_compile.coded_leaf_counts`) and
     its cells, the counts checked; None, the leaf table dropped, when a cell has no code (a
@@ -196,7 +201,7 @@ def _scan_by_codes(
     run(con, coded, params)
     code_cols = [_compile.leaf_code(c) for c in range(len(spec.chains))]
     if count is not None:  # checked before anything converts the counts (the fetch does)
-        stats = rows(con, _compile.leaf_stats(names, code_cols, COUNT_LIMIT))[0]
+        stats = rows(con, _compile.leaf_stats(names, code_cols, COUNT_LIMIT, counted=counted))[0]
         if stats[0] or any(stats[_COUNT_STATS:]):  # a NULL or negative count; a cell without a code
             run(con, _compile.drop_temp_table(names.leaf))
             return None
@@ -299,14 +304,17 @@ def _validate_input(
     spec: TreeSpec,
     count: str | None,
     inp: Source,
+    *,
+    counted: bool,
 ) -> None:
-    """Checks before any noise: NULL leaves, bad counts, counts too large to add up exactly.
+    """Checks before any noise: NULL leaves, bad counts, counts too large to add up exactly
+    (``counted``: the leaf table has the count checks, :func:`_compile.count_checks`).
 
     The messages name the column, how many rows are wrong and a query that lists them, never
     a count or a value derived from counts (they may be shown or logged beyond the owner).
     """
     cols = spec.leaf_columns
-    stats = rows(con, _compile.leaf_stats(names, cols, COUNT_LIMIT))[0]
+    stats = rows(con, _compile.leaf_stats(names, cols, COUNT_LIMIT, counted=counted))[0]
     for col, n_null in zip(cols, stats[_COUNT_STATS:], strict=True):
         if n_null:
             _null_error(col, inp)

@@ -9,12 +9,20 @@ from ._common import TempNames, _cols
 from .release import depth_code
 
 
-def leaf_stats(names: TempNames, leaf_cols: Sequence[str], limit: int) -> str:
-    """The count column's NULL, negative, non-whole and beyond-int64 rows, the leaf cells
-    whose count exceeds ``limit``, then the NULL rows of every leaf column ``leaf_cols``."""
+def leaf_stats(names: TempNames, leaf_cols: Sequence[str], limit: int, *, counted: bool) -> str:
+    """The count column's NULL, negative, non-whole and beyond-int64 rows (zeros unless the
+    scan ``counted`` them: :func:`~.release.count_checks`), the leaf cells whose count exceeds
+    ``limit``, then the NULL rows of every leaf column ``leaf_cols``."""
     nulls = "".join(f",\n       count(*) FILTER ({ident(c)} IS NULL)" for c in leaf_cols)
+    checks = "0, 0, 0, 0"
+    if counted:
+        checks = ", ".join(f"coalesce(sum(__{n}), 0)" for n in ("nulls", "neg", "frac", "big"))
     return render(
-        "checks.leaf_stats", null_counts=nulls, leaf=ident(names.leaf), limit=str(int(limit))
+        "checks.leaf_stats",
+        count_checks=checks,
+        null_counts=nulls,
+        leaf=ident(names.leaf),
+        limit=str(int(limit)),
     )
 
 
