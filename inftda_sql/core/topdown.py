@@ -221,7 +221,8 @@ class LevelJob:
         bounds = itertools.pairwise([*cuts[cuts < counts.size].tolist(), counts.size])
         parts = [self._part(a, p0, p1, seg, lone, holes, noise) for p0, p1 in bounds]
         if len(parts) == 1:
-            return [*parts[0][0]], parts[0][1], noised
+            codes, values = parts[0]
+            return codes, values, noised
         k = len(self.codes)
         out = [np.concatenate([part[0][j] for part in parts]) for j in range(k)]
         return out, np.concatenate([part[1] for part in parts]), noised
@@ -234,11 +235,9 @@ class LevelJob:
         (first child of every parent, parents with an only child, those children's places),
         ``noise`` the block's draws for every other child, in order (None without noise)."""
         lo, hi = a + p0, a + p1
-        counts, starts, values = (
-            self.child_counts[lo:hi],
-            self.child_starts[lo:hi],
-            self.values[lo:hi],
-        )
+        counts = self.child_counts[lo:hi]
+        starts = self.child_starts[lo:hi]
+        values = self.values[lo:hi]
         c0 = int(seg[p0])
         total = int(counts.sum())
         part_seg = seg[p0:p1] - c0
