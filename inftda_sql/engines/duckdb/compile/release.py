@@ -144,7 +144,8 @@ def leaf_counts(
     counted in ``__big`` instead of summed, so no overflow error (which would print private
     values) can occur. Per cell it keeps, besides the sum ``__n``, the number of input rows
     with a NULL (``__nulls``), negative (``__neg``) or non-whole (``__frac``: fractional, NaN,
-    infinite) count: the checks report how many rows are wrong, never a count.
+    infinite) count, where there is a count to check (:func:`count_checks`): the checks report
+    how many rows are wrong, never a count.
     """
     parts = _count_parts(count, count_is_integer, bounded=bounded, wide=wide)
     checks = _checks_sql(parts, count_checks(count, bounded=bounded))
