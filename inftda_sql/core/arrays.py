@@ -1,5 +1,6 @@
-"""Array type aliases shared by the engine-free code (one spelling each), and the integer
-views of a fetched Arrow column that let that code read it chunk by chunk, without copying."""
+"""Array type aliases shared by the engine-free code (one spelling each), the integer views of
+a fetched Arrow column that let that code read it chunk by chunk, without copying, and the
+mixed-radix strides that pack several codes into one key."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-__all__ = ["F64", "I64", "increasing", "integer_views", "take_sorted"]
+__all__ = ["F64", "I64", "increasing", "integer_views", "mixed_radix_strides", "take_sorted"]
 
 I64 = npt.NDArray[np.int64]
 """A numpy array of int64 (codes, keys, counts)."""
@@ -34,6 +35,20 @@ def integer_views(
         return None
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     return [chunk.to_numpy() for chunk in chunks if len(chunk)]
+
+
+def mixed_radix_strides(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Strides packing codes below ``sizes`` into one key, the first code most significant:
+    ``key = sum(code[j] * stride[j])``.
+
+    Example:
+        >>> mixed_radix_strides([4, 3, 5])
+        (15, 5, 1)
+    """
+    strides = [1] * len(sizes)
+    for j in range(len(sizes) - 2, -1, -1):
+        strides[j] = strides[j + 1] * sizes[j + 1]
+    return tuple(strides)
 
 
 def increasing(views: Sequence[npt.NDArray[np.integer]], *, strict: bool) -> bool:

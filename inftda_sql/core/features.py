@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import DomainError, SpecError
-from .arrays import I64
+from .arrays import I64, mixed_radix_strides
 from .lsq import combine_codes
 from .spec import OUTPUT_COUNT_COLUMN
 
@@ -297,11 +297,11 @@ class Lattice:
         return tuple(self.size(q) for q in range(len(self.queries)))
 
     def leaf_strides(self) -> tuple[int, ...]:
-        return _strides([p.n_rows for p in self.parts])
+        return mixed_radix_strides([p.n_rows for p in self.parts])
 
     def strides(self, q: int) -> tuple[int, ...]:
         """Mixed-radix strides of query ``q``'s cell code over the parts."""
-        return _strides([p.sizes[q] for p in self.parts])
+        return mixed_radix_strides([p.sizes[q] for p in self.parts])
 
     def cell_map(self, q: int) -> I64:
         """The cell of query ``q`` of every leaf, in leaf-code order (``n_leaf`` entries)."""
@@ -327,13 +327,6 @@ def _function_of(a: I64, n_a: int, b: I64) -> bool:
     image = np.zeros(n_a, dtype=np.int64)
     image[a] = b
     return bool(np.array_equal(image[a], b))
-
-
-def _strides(sizes: Sequence[int]) -> tuple[int, ...]:
-    strides = [1] * len(sizes)
-    for i in range(len(sizes) - 2, -1, -1):
-        strides[i] = strides[i + 1] * sizes[i + 1]
-    return tuple(strides)
 
 
 def _dense(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .arrays import I64
+from .arrays import I64, mixed_radix_strides
 
 __all__ = ["SEGMENT_ROW", "lex_order", "sort_keys", "sort_order", "sort_segments"]
 
@@ -140,7 +140,7 @@ def lex_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64 | None:
     key: I64 | None = None
     if space < 1 << 62:
         key = np.zeros(n, dtype=np.int64)
-        for code, stride in zip(codes, _strides(sizes), strict=True):
+        for code, stride in zip(codes, mixed_radix_strides(sizes), strict=True):
             key += code * stride
         if bool(np.all(key[1:] >= key[:-1])):
             return None
@@ -153,11 +153,3 @@ def lex_order(codes: Sequence[I64], sizes: Sequence[int]) -> I64 | None:
         return sort_order(key, space)
     order: I64 = np.lexsort(tuple(reversed(codes))).astype(np.int64)
     return None if bool(np.all(order[1:] > order[:-1])) else order
-
-
-def _strides(sizes: Sequence[int]) -> list[int]:
-    """Mixed-radix strides of codes below ``sizes``, the first code most significant."""
-    strides = [1] * len(sizes)
-    for j in range(len(sizes) - 2, -1, -1):
-        strides[j] = strides[j + 1] * sizes[j + 1]
-    return strides
