@@ -248,10 +248,9 @@ class LevelJob:
         else:
             y = np.zeros(total, dtype=np.int64)
         # the refined chain has stride 1: a parent's children are keys first .. first+count-1
-        first = starts.copy()
-        for j, codes in enumerate(self.codes):
-            if j != self.chain:
-                first += codes[lo:hi] * self.strides[j]
+        first = first_child_keys(
+            [code[lo:hi] for code in self.codes], self.chain, starts, self.strides
+        )
         _add_true_counts(y, self.keys_true, self.counts_true, first, counts, part_seg)
         if self.measure is not None and y.size > part_holes.size:
             self._measure(y, part_holes, starts, part_seg, lo, hi)
